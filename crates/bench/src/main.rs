@@ -1,0 +1,2 @@
+//! `sift-bench`: benchmarks (in progress).
+fn main() {}
