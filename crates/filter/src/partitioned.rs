@@ -63,8 +63,9 @@ impl PartitionedBloom {
     }
 
     /// An empty filter sized for `n` keys at FPR `p`: the standard Bloom
-    /// sizing ([`BloomShape::for_fpr`]), which the partitioned FPR matches to
-    /// within a fraction of a percent once partitions hold hundreds of bits.
+    /// sizing ([`BloomShape::for_fpr`]). The partitioned FPR is a little
+    /// higher, by about `ln 2 · k / (2·m/k)` relative: 0.24% for `k = 7` and
+    /// partitions of 1,000 bits, 2.4% at 100 bits.
     /// `InvalidParameter` unless `0 < p < 1`.
     pub fn with_fpr(n: u64, p: f64) -> Result<Self> {
         if !(p > 0.0 && p < 1.0) {

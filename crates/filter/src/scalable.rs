@@ -25,22 +25,25 @@ use crate::standard::{BloomShape, MAX_PROBES};
 /// **Stages** are [`PartitionedBloom`] filters, as in the paper: each key
 /// sets exactly one bit in each of the `k` partitions, so a stage's FPR is
 /// exactly the product of its partitions' fill ratios, which is at most
-/// (total fill)^k. A stage with `k_i = ⌈log2(1/P_i)⌉` partitions that is
-/// never more than half full therefore has FPR at most `2^-k_i ≤ P_i`,
-/// whatever keys it holds. Stage `i` is sized to reach half full after about
+/// (total fill)^k (its probes are mixed so that this holds at every size,
+/// even for the few-bit first stages of a tiny initial capacity; see
+/// [`PartitionedBloom`]). A stage with `k_i = ⌈log2(1/P_i)⌉` partitions
+/// that is never more than half full therefore has FPR at most
+/// `2^-k_i ≤ P_i`, whatever keys it holds. Stage `i` is sized to reach half full after about
 /// `n₀ sⁱ` keys: `m_i = ⌈n₀ sⁱ k_i / ln 2⌉` bits, rounded up to a multiple
 /// of `k_i`. The "half full" test is on measured bits: a stage takes a key
 /// only if its fill would stay at most 1/2 even if every probe set a new
 /// bit, so duplicates and keys that share bits cost no capacity.
 ///
-/// **Limits.** A stage needs at most 64 probes ([`MAX_PROBES`]); a share
-/// below 2^-64 gets 64, so the bound is really `p + 64·2^-64`. At most
-/// [`MAX_STAGES`](Self::MAX_STAGES) stages are made; a filter that has them
-/// all keeps inserting into the last one, whose FPR then rises past its
-/// share (no false negatives still). With the default growth 2 that takes
-/// `n₀(2^64 - 1)` keys — unreachable, and the 64th stage alone would need
-/// `2^63 n₀ k / ln 2` bits. With growth 1 (equal stages) it takes only
-/// `64 n₀`: grow by more than 1 for sets of unknown size.
+/// **Limits.** A stage has at most 64 probes (the Bloom kinds' limit); a
+/// share below 2^-64 gets 64, so the bound is really `p + 64·2^-64`. A
+/// filter makes at most [`MAX_STAGES`](Self::MAX_STAGES) stages of at most
+/// 2^62 bits each; one that reaches either limit keeps inserting into its
+/// last stage, whose FPR then rises past its share (still no false
+/// negatives). With growth 2 that takes over 2^54 keys even from
+/// `n₀ = 1` — petabytes of filter, so unreachable; the 64th stage itself
+/// (`2^63 n₀` keys) can never be made. With growth 1 (equal stages) it takes
+/// only `64 n₀` keys: grow by more than 1 for sets of unknown size.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScalableBloom {
     params: Growth,
@@ -179,10 +182,13 @@ impl ScalableBloom {
     /// contain" for it: `false` means the key is certainly new.
     ///
     /// A key that already tests positive is not inserted again (its bits
-    /// stay set for good, so it stays positive); this spends no capacity on
-    /// duplicates and costs nothing, since a new key's insert must look in
-    /// every stage anyway. Insert-or-detect in one call: a caller that
-    /// records every key it touches learns which ones may have been seen.
+    /// stay set for good, so it stays positive), so keys held by older
+    /// stages spend no capacity in the current one. The check costs what a
+    /// query costs — a new key's probes stop at the first clear bit of each
+    /// older, half-full stage, about two reads per stage — and the current
+    /// stage's test is fused with setting its bits. A caller that must know
+    /// whether a key may have been seen (a transaction recording the keys
+    /// it touches) gets the answer from the insert, with no separate query.
     pub fn insert(&mut self, hash: KeyHash) -> bool {
         if self.full.iter().rev().any(|stage| stage.may_contain(hash)) {
             return true;
@@ -245,7 +251,8 @@ impl ScalableBloom {
         if !(1..=Self::MAX_STAGES).contains(&count) {
             return Err(DecodeError::Invalid("stage count out of range"));
         }
-        let mut full = Vec::with_capacity(count - 1);
+        // Grown one decoded stage at a time, so memory follows the input.
+        let mut full = Vec::new();
         let mut current = None;
         for index in 0..count {
             let stage = PartitionedBloom::read_body(&mut r)?;
