@@ -69,14 +69,15 @@ impl CountingBloom {
                 shape.probes
             )));
         }
-        let words = usize::try_from(shape.bits.div_ceil(PER_WORD))
-            .ok()
-            .filter(|&w| w <= isize::MAX as usize / 8)
-            .ok_or_else(|| {
-                Error::InvalidParameter(format!("{} counters do not fit in memory", shape.bits))
-            })?;
+        let too_large =
+            || Error::InvalidParameter(format!("{} counters do not fit in memory", shape.bits));
+        let count = usize::try_from(shape.bits.div_ceil(PER_WORD)).map_err(|_| too_large())?;
+        // Fallible, so an absurd shape is an error rather than an abort.
+        let mut words = Vec::new();
+        words.try_reserve_exact(count).map_err(|_| too_large())?;
+        words.resize(count, 0);
         Ok(Self {
-            words: vec![0; words],
+            words,
             counters: shape.bits,
             probes: shape.probes,
         })

@@ -11,7 +11,10 @@ use sift_filter::{
     BloomShape, CountingBloom, DecodeError, Error, Filter, KeyHash, StandardBloom, math,
 };
 
-#[expect(clippy::unwrap_used, reason = "test helper: a bad shape is a bug in the test")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "test helper: a bad shape is a bug in the test"
+)]
 fn filled(shape: BloomShape, members: &[KeyHash]) -> CountingBloom {
     let mut f = CountingBloom::new(shape).unwrap();
     members.iter().for_each(|&h| f.insert(h));
@@ -373,6 +376,10 @@ fn invalid_parameters_are_rejected() {
     })));
     assert!(rejected(CountingBloom::new(BloomShape {
         bits: u64::MAX,
+        probes: 7
+    })));
+    assert!(rejected(CountingBloom::new(BloomShape {
+        bits: 1 << 62,
         probes: 7
     })));
     assert!(rejected(CountingBloom::with_fpr(10, 0.0)));
