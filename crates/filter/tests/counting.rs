@@ -40,7 +40,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn no_false_negatives_after_removing_a_part(n in 0usize..4_000, bits_per_key in 2.0f64..20.0, seed: u64) {
+    fn no_false_negatives_after_removing_a_part(
+        n in 0usize..4_000,
+        bits_per_key in 2.0f64..20.0,
+        seed: u64,
+    ) {
         let members = hashes(seed, n);
         let mut f = filled(BloomShape::for_bits_per_key(n as u64, bits_per_key), &members);
         let (gone, kept) = members.split_at(n / 3);
@@ -56,7 +60,12 @@ proptest! {
     /// than removed is found; removing a key the filter proves absent fails
     /// and changes nothing.
     #[test]
-    fn matches_a_multiset_model(ops in proptest::collection::vec(op(), 1..400), counters in 8u64..400, probes in 1u32..6, seed: u64) {
+    fn matches_a_multiset_model(
+        ops in proptest::collection::vec(op(), 1..400),
+        counters in 8u64..400,
+        probes in 1u32..6,
+        seed: u64,
+    ) {
         let mut f = CountingBloom::new(BloomShape { bits: counters, probes }).unwrap();
         let mut model: BTreeMap<u64, u32> = BTreeMap::new();
         for op in ops {

@@ -116,7 +116,11 @@ proptest! {
     }
 
     #[test]
-    fn damaged_encodings_error_or_decode_but_never_panic(capacity in 0usize..300, bits in 4u32..=32, seed: u64) {
+    fn damaged_encodings_error_or_decode_but_never_panic(
+        capacity in 0usize..300,
+        bits in 4u32..=32,
+        seed: u64,
+    ) {
         let (f, _) = fill_until_full(capacity, bits, &hashes(seed, capacity));
         for bytes in damaged_variants(&f.encode(), 64) {
             // Any byte flip is caught by the checksum; truncations by lengths.
