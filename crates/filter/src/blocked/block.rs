@@ -27,20 +27,6 @@ pub(super) const PROBE_MULTIPLIER: u32 = 0x9e37_79b9;
 /// Keeps the top `log2(BLOCK_BITS) = 9` bits of a 32-bit product.
 pub(super) const POSITION_SHIFT: u32 = 32 - BLOCK_BITS.trailing_zeros();
 
-/// `C^(j+1)` for `j` in `0..N`: the multiplier of probe `j`.
-#[expect(clippy::indexing_slicing, reason = "j < N; evaluated at compile time")]
-pub(super) const fn probe_powers<const N: usize>() -> [u32; N] {
-    let mut out = [0; N];
-    let mut power = PROBE_MULTIPLIER;
-    let mut j = 0;
-    while j < N {
-        out[j] = power;
-        power = power.wrapping_mul(PROBE_MULTIPLIER);
-        j += 1;
-    }
-    out
-}
-
 /// The seed of a key's in-block probes: the low half of `hash.hi()`. The
 /// block index reads `hash.lo()`, so the two choices are independent.
 #[inline]
@@ -120,6 +106,15 @@ const fn locate(product: u32) -> (usize, u64) {
 mod tests {
     use super::*;
 
+    /// `C^1, C^2, ...`: the multipliers of probes 0, 1, ...
+    fn powers(n: usize) -> Vec<u32> {
+        std::iter::successors(Some(PROBE_MULTIPLIER), |p| {
+            Some(p.wrapping_mul(PROBE_MULTIPLIER))
+        })
+        .take(n)
+        .collect()
+    }
+
     fn bits_of(block: &Block) -> Vec<u32> {
         (0..BLOCK_BITS)
             .filter(|&b| block.0[(b / 64) as usize] >> (b % 64) & 1 == 1)
@@ -129,7 +124,7 @@ mod tests {
     #[test]
     fn probes_are_top_bits_of_seed_times_powers() {
         let seed = 0x0123_4567;
-        let powers = probe_powers::<5>();
+        let powers = powers(5);
         let mut block = Block::default();
         block.insert(seed, 5);
         let mut expected: Vec<u32> = powers.iter().map(|&p| seed.wrapping_mul(p) >> 23).collect();
@@ -146,17 +141,19 @@ mod tests {
         let mut block = Block::default();
         block.insert(seed, 4);
         // Clearing the bit of the last probe breaks membership at k = 4 only.
-        let last = seed.wrapping_mul(probe_powers::<4>()[3]);
+        let last = seed.wrapping_mul(powers(4)[3]);
         let (word, mask) = locate(last);
-        let earlier: Vec<(usize, u64)> = probe_powers::<3>()
+        let earlier: Vec<(usize, u64)> = powers(3)
             .iter()
             .map(|&p| locate(seed.wrapping_mul(p)))
             .collect();
-        if !earlier.contains(&(word, mask)) {
-            block.0[word] &= !mask;
-            assert!(!block.contains(seed, 4));
-            assert!(block.contains(seed, 3));
-        }
+        assert!(
+            !earlier.contains(&(word, mask)),
+            "this seed's 4 probes are distinct"
+        );
+        block.0[word] &= !mask;
+        assert!(!block.contains(seed, 4));
+        assert!(block.contains(seed, 3));
         assert!(!Block::default().contains(seed, 1));
         assert!(
             Block::default().contains(seed, 0),
