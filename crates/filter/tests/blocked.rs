@@ -141,21 +141,26 @@ proptest! {
     }
 
     /// Bodies with a valid checksum but arbitrary fields: an error, or a
-    /// filter that answers (identically on both paths) without panicking.
+    /// filter that answers (identically on both paths) without panicking and
+    /// re-encodes to the same bytes. About a fifth of the cases decode.
     #[test]
     fn forged_bodies_error_or_answer(
-        probes in prop_oneof![0u32..=30, any::<u32>()],
-        blocks in prop_oneof![0u64..=4, any::<u64>()],
-        words in proptest::collection::vec(any::<u64>(), 0..40),
+        probes in prop_oneof![3 => 0u32..=30, 1 => any::<u32>()],
+        blocks in prop_oneof![3 => 0u64..=4, 1 => any::<u64>()],
+        extra_words in prop_oneof![3 => Just(0i64), 1 => -9i64..=9],
         seed: u64,
     ) {
-        if let Ok(f) = BlockedBloom::decode(&forged(probes, blocks, &words)) {
+        let len = if blocks <= 4 { 8 * blocks as i64 + extra_words } else { extra_words.abs() };
+        let words: Vec<u64> = hashes(seed, len.max(0) as usize).iter().map(|h| h.lo()).collect();
+        let bytes = forged(probes, blocks, &words);
+        if let Ok(f) = BlockedBloom::decode(&bytes) {
             prop_assert!((1..=BlockedBloom::MAX_PROBES).contains(&probes));
             prop_assert_eq!(f.num_blocks() as u64 * 8, words.len() as u64);
-            for h in hashes(seed, 100) {
+            for h in hashes(seed ^ 1, 100) {
                 prop_assert_eq!(f.may_contain(h), f.may_contain_scalar(h));
             }
             prop_assert!(f.estimated_fpr() <= 1.0 && f.fill_ratio() <= 1.0);
+            prop_assert_eq!(f.encode(), bytes);
         }
     }
 }
@@ -196,12 +201,14 @@ fn fpr_matches_formula_across_sizes() {
         let exact = exact_moment(blocks, n, k, k);
         let spread = ((exact_moment(blocks, n, k, 2 * k) - exact * exact) / blocks as f64).sqrt();
         let what = format!("n={n} bpk={bits_per_key} k={k}");
+        // The formula's bias, bounded both ways so that a corrected formula
+        // (or the Poisson-vs-binomial difference) still passes.
         assert!(
-            exact >= formula && exact <= formula * 1.04,
+            (exact / formula - 1.0).abs() <= 0.04,
             "{what}: exact {exact} vs formula {formula}"
         );
         assert_rate_near(&what, hits, trials, exact, Z * spread / exact);
-        let model_error = (exact - formula + Z * spread) / formula;
+        let model_error = ((exact - formula).abs() + Z * spread) / formula;
         assert_rate_near(&what, hits, trials, formula, model_error);
     }
 }
