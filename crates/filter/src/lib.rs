@@ -28,7 +28,7 @@ pub mod math;
 // mod any;
 mod atomic;
 mod bits;
-// mod blocked;
+mod blocked;
 mod counting;
 mod cuckoo;
 mod error;
@@ -42,7 +42,7 @@ mod standard;
 
 // pub use any::AnyFilter;
 pub use atomic::AtomicBloom;
-// pub use blocked::{BlockedBloom, BlockedBloomBuilder};
+pub use blocked::{BlockedBloom, BlockedBloomBuilder};
 pub use codec::FilterKind;
 pub use counting::CountingBloom;
 pub use cuckoo::CuckooFilter;
