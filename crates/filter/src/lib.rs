@@ -25,7 +25,7 @@
 pub mod codec;
 pub mod math;
 
-// mod any;
+mod any;
 mod atomic;
 mod bits;
 mod blocked;
@@ -40,7 +40,7 @@ mod probe;
 mod scalable;
 mod standard;
 
-// pub use any::AnyFilter;
+pub use any::AnyFilter;
 pub use atomic::AtomicBloom;
 pub use blocked::{BlockedBloom, BlockedBloomBuilder};
 pub use codec::FilterKind;
