@@ -9,6 +9,7 @@ use sift_filter::{
 };
 
 /// One filter of each kind holding `members`.
+#[expect(clippy::unwrap_used, reason = "test helper; every parameter is valid")]
 fn one_of_each(members: &[sift_filter::KeyHash]) -> Vec<(FilterKind, Box<dyn Filter>)> {
     let n = members.len() as u64;
     let shape = BloomShape::for_fpr(n, 0.01);
