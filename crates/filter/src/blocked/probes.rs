@@ -1,34 +1,39 @@
 //! How many probes a key sets in its block.
 //!
 //! The standard-Bloom optimum `k = (m/n)·ln 2` assumes every key sees the
-//! same load. In a blocked filter a key's block holds a Poisson number of
-//! other keys, and an overloaded block costs more FPR than an underloaded
-//! one saves, so the best `k` is the minimiser of the blocked formula
+//! same load and every bit the same chance of being set. In a blocked
+//! filter a key's block holds a binomial number of other keys, and its
+//! set-bit count spreads around the mean for that load; an overfull block
+//! costs more FPR than an underfull one saves, and more so the larger `k`.
+//! So the best `k` is the minimiser of the exact blocked formula
 //! [`math::blocked_bloom_fpr`](crate::math::blocked_bloom_fpr), not the
-//! classic one: 11 probes at 20 bits/key where `0.69·20` would give 14.
+//! classic one: 6 probes at 10 bits/key where `0.69·10` would give 7, 11 at
+//! 20 where it would give 14.
 //!
-//! That formula is a Poisson sum costing up to milliseconds per `k` at low
-//! bits/key, too slow to run for every filter built. It depends on `m` and
-//! `n` only through `m/n`, and its minimiser grows with `m/n`, so a table of
-//! the bits/key at which each `k + 1` starts to beat `k` gives the minimiser
-//! exactly. The test below recomputes the table from the formula.
+//! That formula costs about 0.3 ms per `k` at 10 bits/key and over 1 ms
+//! below 2 bits/key, too slow to run for every filter built. It depends on
+//! `m` and `n` only through `m/n` (for more than a few blocks), and its
+//! minimiser grows with `m/n`, so a table of the bits/key at which each
+//! `k + 1` starts to beat `k` gives the minimiser exactly. The test below
+//! recomputes the table from the formula.
 
 /// Largest probe count: 3 rounds of the 8-lane SIMD query. The blocked
-/// optimum reaches 24 at 95 bits/key (FPR ~1e-12), past any real use.
+/// optimum reaches 24 at 100.6 bits/key (FPR 1e-10), past any real use.
 pub(super) const MAX_PROBES: u32 = 24;
 
 /// `CROSSOVER[i]` is the bits/key from which `i + 2` probes give a lower
 /// [`blocked_bloom_fpr`](crate::math::blocked_bloom_fpr) (512-bit blocks)
 /// than `i + 1`. Found by bisection on that function (to 1e-9, stored
 /// rounded to 1e-6); checked by `table_matches_the_formula`.
+#[rustfmt::skip]
 const CROSSOVER: [f64; MAX_PROBES as usize - 1] = [
-    2.079_494, 3.576_060, 5.086_502, 6.643_335, 8.269_661, 9.987_818, 11.821_337, 13.795_854,
-    15.939_821, 18.285_206, 20.868_282, 23.730_524, 26.919_673, 30.490_988, 34.508_753, 39.048_064,
-    44.196_998, 50.059_213, 56.757_108, 64.435_651, 73.267_045, 83.456_420, 95.248_799,
+    2.081_975, 3.584_196, 5.103_692, 6.673_414, 8.317_099, 10.057_952, 11.920_638, 13.932_253,
+    16.123_099, 18.527_481, 21.184_597, 24.139_591, 27.444_793, 31.161_207, 35.360_308, 40.126_211,
+    45.558_308, 51.774_480, 58.915_033, 67.147_514, 76.672_647, 87.731_656, 100.615_328,
 ];
 
 /// The probe count minimising the blocked FPR at `bits_per_key` (`m/n`),
-/// capped at [`MAX_PROBES`]. Below 2.08 bits/key that is 1.
+/// capped at [`MAX_PROBES`]. Below 2.08 bits/key that is 1; at 10 it is 6.
 #[must_use]
 pub(super) fn for_bits_per_key(bits_per_key: f64) -> u32 {
     1 + CROSSOVER.iter().take_while(|&&t| bits_per_key >= t).count() as u32
@@ -85,7 +90,8 @@ mod tests {
     #[test]
     fn edges() {
         assert_eq!(for_bits_per_key(0.1), 1);
-        assert_eq!(for_bits_per_key(10.0), 7);
+        assert_eq!(for_bits_per_key(10.0), 6);
+        assert_eq!(for_bits_per_key(20.0), 11);
         assert_eq!(for_bits_per_key(1e9), MAX_PROBES);
         assert_eq!(for_bits_per_key(f64::INFINITY), MAX_PROBES);
     }
