@@ -1,0 +1,92 @@
+//! Back-substitution into the interleaved layout, and the query.
+
+use super::banding::Row;
+use super::hashing::Equation;
+use super::layout::{Layout, MAX_COLUMNS, WIDTH, column_mask};
+
+/// A block's worth of zero segments: what a start in the last block (at
+/// offset 0, so with no coefficient in the following block) reads in place
+/// of the block that does not exist.
+const ZEROS: [u64; 2 * MAX_COLUMNS as usize] = [0; 2 * MAX_COLUMNS as usize];
+
+/// Solves the banded system into segments laid out by `layout` (two
+/// little-endian-ordered `u64` halves per segment: slots 0-63, 64-127).
+///
+/// Slots are solved from last to first. For column `j`, `state[j]` holds
+/// the solution bits of the 128 slots from the current one on (bit 0 = the
+/// current slot). A settled row's pivot is its slot, so the slot's bit is
+/// whatever makes the row's parity equal its result bit; a free slot is
+/// unconstrained and gets 0. When a slot begins a block, `state` holds the
+/// whole block: its columns are stored.
+pub(super) fn back_substitute(rows: &[Row], layout: &Layout) -> Vec<u64> {
+    let mut words = vec![0u64; 2 * layout.num_segments() as usize];
+    let columns = layout.upper_columns() as usize;
+    let mut state = [0u128; MAX_COLUMNS as usize];
+    let state = &mut state[..columns];
+    for (block, block_rows) in rows.chunks_exact(WIDTH as usize).enumerate().rev() {
+        for row in block_rows.iter().rev() {
+            for (j, s) in state.iter_mut().enumerate() {
+                let shifted = *s << 1;
+                let bit = parity(shifted & row.coeff) ^ ((row.result >> j) as u32 & 1);
+                *s = shifted | u128::from(bit);
+            }
+        }
+        let block = block as u64;
+        let first = 2 * layout.first_segment(block) as usize;
+        let stored = 2 * layout.columns(block) as usize;
+        if let Some(out) = words.get_mut(first..first + stored) {
+            for (pair, s) in out.as_chunks_mut::<2>().0.iter_mut().zip(state.iter()) {
+                *pair = [*s as u64, (*s >> 64) as u64];
+            }
+        }
+    }
+    words
+}
+
+/// Whether the stored solution satisfies `eq` in the columns of its start's
+/// block: `true` for every key the solution was built from.
+///
+/// The equation's 128 coefficients begin at bit `offset` of the start's
+/// block and run into the next block, so the row is split into the part
+/// over this block (`coeff << offset`) and the part over the next
+/// (`coeff >> (128 - offset)`), each as two 64-bit halves. Every column is
+/// then the parity of four AND-ed words; all columns are computed and
+/// compared at once, with no branch per column.
+#[inline]
+pub(super) fn satisfies(words: &[u64], layout: &Layout, eq: Equation) -> bool {
+    let block = eq.start / WIDTH;
+    let offset = (eq.start % WIDTH) as u32;
+    let columns = layout.columns(block);
+    let first = 2 * layout.first_segment(block) as usize;
+    let len = 2 * columns as usize;
+    // Only a forged layout could miss here; a filter that cannot answer
+    // says "may contain".
+    let Some(here) = words.get(first..first + len) else {
+        return true;
+    };
+    let next = words
+        .get(first + len..first + 2 * len)
+        .or_else(|| ZEROS.get(..len))
+        .unwrap_or_default();
+    let lo = eq.coeff << offset;
+    // Two shifts: a single `>> (128 - offset)` would overflow at offset 0.
+    let hi = (eq.coeff >> 1) >> (WIDTH as u32 - 1 - offset);
+    let (lo0, lo1, hi0, hi1) = (lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64);
+    let mut got = 0u64;
+    for (j, (h, n)) in here
+        .as_chunks::<2>()
+        .0
+        .iter()
+        .zip(next.as_chunks::<2>().0)
+        .enumerate()
+    {
+        let x = (h[0] & lo0) ^ (h[1] & lo1) ^ (n[0] & hi0) ^ (n[1] & hi1);
+        got |= u64::from(x.count_ones() & 1) << j;
+    }
+    got == eq.result & column_mask(columns)
+}
+
+#[inline]
+fn parity(x: u128) -> u32 {
+    ((x as u64) ^ ((x >> 64) as u64)).count_ones() & 1
+}
