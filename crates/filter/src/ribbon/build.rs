@@ -1,7 +1,7 @@
 //! Building a Ribbon: size it, then band under successive seeds.
 
 use super::Ribbon;
-use super::banding::Banding;
+use super::banding::{Banding, ResultRow};
 use super::config;
 use super::hashing::RowHasher;
 use super::layout::Layout;
@@ -46,16 +46,24 @@ impl Plan {
     }
 
     /// Bands `hashes` under seeds `0, 1, ...` until one succeeds, then
-    /// solves. `None` if [`config::MAX_SEEDS`] seeds all failed (each
-    /// fails with probability about [`config::FAILURE_RATE`] at most).
+    /// solves. `None` if all [`config::MAX_SEEDS`] seeds failed (each fails
+    /// with probability about 5%, see `config.rs`).
     pub(super) fn band(self, hashes: &[KeyHash]) -> Option<Ribbon> {
+        match self.layout.upper_columns() {
+            0..=8 => self.band_with::<u8>(hashes),
+            9..=16 => self.band_with::<u16>(hashes),
+            17..=32 => self.band_with::<u32>(hashes),
+            _ => self.band_with::<u64>(hashes),
+        }
+    }
+
+    fn band_with<R: ResultRow>(self, hashes: &[KeyHash]) -> Option<Ribbon> {
         let layout = self.layout;
-        let mut banding = Banding::new(usize::try_from(layout.num_slots()).ok()?);
+        let mut banding = Banding::<R>::new(usize::try_from(layout.num_slots()).ok()?);
         for seed in 0..config::MAX_SEEDS {
-            banding.clear();
             let hasher = RowHasher::new(seed, layout.num_starts());
-            if banding.add_all(hashes, &hasher, &layout).is_ok() {
-                let words = back_substitute(banding.rows(), &layout);
+            if banding.band(hashes, &hasher, &layout).is_ok() {
+                let words = back_substitute(banding.coeffs(), banding.results(), &layout);
                 return Some(Ribbon::from_parts(seed, banding.pivots(), layout, words));
             }
         }

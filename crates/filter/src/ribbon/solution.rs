@@ -1,6 +1,6 @@
 //! Back-substitution into the interleaved layout, and the query.
 
-use super::banding::Row;
+use super::banding::ResultRow;
 use super::hashing::Equation;
 use super::layout::{Layout, MAX_COLUMNS, WIDTH, column_mask};
 
@@ -10,25 +10,34 @@ use super::layout::{Layout, MAX_COLUMNS, WIDTH, column_mask};
 const ZEROS: [u64; 2 * MAX_COLUMNS as usize] = [0; 2 * MAX_COLUMNS as usize];
 
 /// Solves the banded system into segments laid out by `layout` (two
-/// little-endian-ordered `u64` halves per segment: slots 0-63, 64-127).
+/// `u64` halves per segment: slots 0-63, then 64-127).
 ///
 /// Slots are solved from last to first. For column `j`, `state[j]` holds
 /// the solution bits of the 128 slots from the current one on (bit 0 = the
 /// current slot). A settled row's pivot is its slot, so the slot's bit is
 /// whatever makes the row's parity equal its result bit; a free slot is
 /// unconstrained and gets 0. When a slot begins a block, `state` holds the
-/// whole block: its columns are stored.
-pub(super) fn back_substitute(rows: &[Row], layout: &Layout) -> Vec<u64> {
+/// whole block: its columns are stored. All columns advance together, slot
+/// by slot, so their independent dependency chains overlap in the CPU.
+pub(super) fn back_substitute<R: ResultRow>(
+    coeffs: &[[u64; 2]],
+    results: &[R],
+    layout: &Layout,
+) -> Vec<u64> {
     let mut words = vec![0u64; 2 * layout.num_segments() as usize];
-    let columns = layout.upper_columns() as usize;
-    let mut state = [0u128; MAX_COLUMNS as usize];
-    let state = &mut state[..columns];
-    for (block, block_rows) in rows.chunks_exact(WIDTH as usize).enumerate().rev() {
-        for row in block_rows.iter().rev() {
+    let mut state = [[0u64; 2]; MAX_COLUMNS as usize];
+    let state = state
+        .get_mut(..layout.upper_columns() as usize)
+        .unwrap_or_default();
+    let width = WIDTH as usize;
+    let blocks = coeffs.chunks_exact(width).zip(results.chunks_exact(width));
+    for (block, (block_coeffs, block_results)) in blocks.enumerate().rev() {
+        for (c, r) in block_coeffs.iter().zip(block_results).rev() {
+            let r = r.widen();
             for (j, s) in state.iter_mut().enumerate() {
-                let shifted = *s << 1;
-                let bit = parity(shifted & row.coeff) ^ ((row.result >> j) as u32 & 1);
-                *s = shifted | u128::from(bit);
+                let (lo, hi) = (s[0] << 1, (s[1] << 1) | (s[0] >> 63));
+                let bit = u64::from(((lo & c[0]) ^ (hi & c[1])).count_ones()) ^ (r >> j);
+                *s = [lo | (bit & 1), hi];
             }
         }
         let block = block as u64;
@@ -36,7 +45,7 @@ pub(super) fn back_substitute(rows: &[Row], layout: &Layout) -> Vec<u64> {
         let stored = 2 * layout.columns(block) as usize;
         if let Some(out) = words.get_mut(first..first + stored) {
             for (pair, s) in out.as_chunks_mut::<2>().0.iter_mut().zip(state.iter()) {
-                *pair = [*s as u64, (*s >> 64) as u64];
+                *pair = *s;
             }
         }
     }
@@ -84,9 +93,4 @@ pub(super) fn satisfies(words: &[u64], layout: &Layout, eq: Equation) -> bool {
         got |= u64::from(x.count_ones() & 1) << j;
     }
     got == eq.result & column_mask(columns)
-}
-
-#[inline]
-fn parity(x: u128) -> u32 {
-    ((x as u64) ^ ((x >> 64) as u64)).count_ones() & 1
 }
