@@ -25,14 +25,19 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    /// The shape for `n` keys, or `None` past [`config::MAX_SLOTS`].
+    /// The shape for `n` keys, or `None` past [`config::MAX_SLOTS`] or
+    /// [`config::MAX_SEGMENTS`].
     pub(super) fn new(n: u64, sizing: Sizing) -> Option<Self> {
-        let slots = config::num_slots(n)?;
+        Self::with_slots(config::num_slots(n)?, sizing, n)
+    }
+
+    /// The shape for `n` keys over `slots` slots (a multiple of 128).
+    pub(super) fn with_slots(slots: u64, sizing: Sizing, n: u64) -> Option<Self> {
         let layout = match sizing {
             Sizing::BitsPerKey(bits) => Layout::for_bits(slots, bits * n as f64),
             Sizing::Fpr(fpr) => Layout::for_fpr(slots, fpr),
         }?;
-        Some(Self { layout })
+        (layout.num_segments() <= config::MAX_SEGMENTS).then_some(Self { layout })
     }
 
     /// Bytes of solution the filter will hold.

@@ -33,6 +33,11 @@ pub(super) const MAX_SEEDS: u32 = 16;
 /// matrix) is far past any table, and keeps every index product below 2^64.
 pub(super) const MAX_SLOTS: u64 = 1 << 40;
 
+/// Most 128-bit segments in one filter: the envelope stores the body length
+/// as a `u32`, and the body is 28 bytes of parameters plus 16 per segment
+/// (about 2 billion keys at 1% FPR).
+pub(super) const MAX_SEGMENTS: u64 = (u32::MAX as u64 - 28) / 16;
+
 /// Measured `slots / keys` at 5% failure for `2^7 ..= 2^12` slots (see the
 /// module table); the fitted line takes over from 2^13.
 const SMALL_FACTORS: [f64; 6] = [1.041, 1.028, 1.024, 1.022, 1.022, 1.023];

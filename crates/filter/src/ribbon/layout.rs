@@ -96,10 +96,6 @@ impl Layout {
         self.num_segments
     }
 
-    pub(super) fn num_blocks(&self) -> u64 {
-        self.num_slots / WIDTH
-    }
-
     /// Slots a key can start at: every start leaves room for 128
     /// coefficients. Zero for an empty layout.
     pub(super) fn num_starts(&self) -> u64 {

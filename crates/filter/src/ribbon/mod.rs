@@ -19,6 +19,7 @@
 //! | `banding.rs` | on-the-fly Gaussian elimination |
 //! | `solution.rs` | back-substitution and the query |
 //! | `build.rs` | seeds tried in turn until banding succeeds |
+//! | `bloom_cost.rs` | size and FPR of the blocked Bloom fallback |
 //! | `builder.rs` | [`RibbonBuilder`]: Ribbon when smaller, else blocked Bloom |
 //! | `static_filter.rs` | [`StaticFilter`], either of the two |
 //!
@@ -36,10 +37,15 @@
 mod banding;
 mod bloom_cost;
 mod build;
+mod builder;
 mod config;
 mod hashing;
 mod layout;
 mod solution;
+mod static_filter;
+
+pub use builder::RibbonBuilder;
+pub use static_filter::StaticFilter;
 
 use crate::codec::{self, FilterKind, Writer};
 use crate::error::DecodeError;
@@ -55,7 +61,7 @@ use layout::Layout;
 /// `2^-c` for a key whose start block stores `c` result bits, averaged by
 /// [`estimated_fpr`](Filter::estimated_fpr). An empty key set gives a
 /// filter that rejects everything.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ribbon {
     seed: u32,
     num_keys: u64,
