@@ -16,8 +16,10 @@ use crate::hash::KeyHash;
 /// Call order: [`new`](Self::new) or [`with_fpr`](Self::with_fpr), then
 /// [`add`](FilterBuilder::add) per key (duplicates allowed), then
 /// [`finish`](FilterBuilder::finish) once. The builder buffers the hashes
-/// (16 bytes each); `finish` needs about 19 more bytes per key while
-/// banding.
+/// (16 bytes each); `finish` needs about 36 more bytes per key while
+/// banding (a sorted copy of the hashes, and the banding matrix: 17 bytes
+/// per slot at up to 8 result bits, 24 at most), or another 16 if it falls
+/// back to Bloom.
 ///
 /// The choice, made before banding from sizes and FPRs alone:
 ///

@@ -2,11 +2,11 @@
 //!
 //! Banding `n` equations into `m` slots fails when they turn out linearly
 //! dependent with contradicting results. For 128-bit rows this stays rare
-//! while `m/n` exceeds a factor that grows slowly with `m`: about 0.0035
-//! per doubling for large `m` (the paper's analysis: the overhead of
-//! standard Ribbon grows like `log(m)/w`; RocksDB measured 0.0038 per
-//! doubling for w = 128), while small `m` pay for the under-used slots at
-//! both ends of the band.
+//! while `m/n` exceeds a factor that grows slowly with `m`: linearly in
+//! `log2(m)` for large `m`, by about 0.0033 per doubling here (RocksDB,
+//! whose `ribbon_config.cc` models it the same way, measured 0.0038 for
+//! w = 128), while small `m` pay for the under-used slots at both ends of
+//! the band.
 //!
 //! The factors below are this implementation's own measurements, made as
 //! RocksDB's `FindOccupancy` test does: add random keys to `2^j` slots

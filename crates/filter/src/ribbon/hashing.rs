@@ -31,7 +31,8 @@ const COEFF_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 /// identity (the SplitMix64 increment keeps `mix64` away from its fixed
 /// point at 0).
 const SEED_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
-/// Separates the second seed value from the first.
+/// Separates the second seed value from the first: any constant with mixed
+/// bits does (this one is an odd 64-bit multiplier from the xoshiro family).
 const SEED_SPLIT: u64 = 0xd1b5_4a32_d192_ed03;
 
 /// One key's equation: the solution bits in slots `start..start + 128`,

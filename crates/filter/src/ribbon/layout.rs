@@ -9,8 +9,8 @@
 //!
 //! Fractional bits: with `s` segments over `B` blocks, the first
 //! `upper_start_block = u·B - s` blocks hold `u - 1` columns and the rest
-//! `u = ceil(s / B)` (Dillinger & Walzer 2021, §"fractional result bits";
-//! RocksDB `SerializableInterleavedSolution`). Columns never decrease from
+//! `u = ceil(s / B)` (the interleaved column-major layout of Dillinger &
+//! Walzer 2021, as RocksDB's `SerializableInterleavedSolution` lays it out). Columns never decrease from
 //! one block to the next, so every column a key checks in its start block
 //! also exists in the following one.
 

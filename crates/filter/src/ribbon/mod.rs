@@ -57,10 +57,11 @@ use layout::Layout;
 /// A standard Ribbon filter over 128-bit coefficient rows.
 ///
 /// Built by [`RibbonBuilder`] (which falls back to a blocked Bloom filter
-/// where Ribbon would not be smaller). No false negatives; expected FPR
-/// `2^-c` for a key whose start block stores `c` result bits, averaged by
-/// [`estimated_fpr`](Filter::estimated_fpr). An empty key set gives a
-/// filter that rejects everything.
+/// where Ribbon would not be smaller). No false negatives; a non-member
+/// whose start falls in a block storing `c` result bits passes with
+/// probability `2^-c`, which [`estimated_fpr`](Filter::estimated_fpr)
+/// averages over the blocks. An empty key set gives a filter that rejects
+/// everything.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ribbon {
     seed: u32,

@@ -12,7 +12,7 @@ use crate::hash::KeyHash;
 /// Either way no false negatives; every [`Filter`] method delegates to the
 /// filter held, and [`encode`](Filter::encode) writes that filter's own
 /// encoding.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StaticFilter {
     /// A Ribbon filter.
     Ribbon(Ribbon),
