@@ -36,7 +36,7 @@ mod filter;
 mod hash;
 mod partitioned;
 mod probe;
-// mod ribbon;
+mod ribbon;
 mod scalable;
 mod standard;
 
@@ -50,6 +50,6 @@ pub use error::{DecodeError, Error, Result};
 pub use filter::{Filter, FilterBuilder};
 pub use hash::{HashKind, KeyHash, fastrange32, fastrange64, mix64};
 pub use partitioned::PartitionedBloom;
-// pub use ribbon::{Ribbon, RibbonBuilder, StaticFilter};
+pub use ribbon::{Ribbon, RibbonBuilder, StaticFilter};
 pub use scalable::ScalableBloom;
 pub use standard::{BloomShape, StandardBloom};
