@@ -25,14 +25,20 @@ impl BitArray {
 
     /// Sets bit `i` (< len).
     #[inline]
-    #[expect(clippy::indexing_slicing, reason = "callers map probes into [0, len) by fastrange")]
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "callers map probes into [0, len) by fastrange"
+    )]
     pub(crate) fn set(&mut self, i: u64) {
         self.words[(i >> 6) as usize] |= 1 << (i & 63);
     }
 
     /// Reads bit `i` (< len).
     #[inline]
-    #[expect(clippy::indexing_slicing, reason = "callers map probes into [0, len) by fastrange")]
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "callers map probes into [0, len) by fastrange"
+    )]
     pub(crate) fn get(&self, i: u64) -> bool {
         self.words[(i >> 6) as usize] & (1 << (i & 63)) != 0
     }
@@ -69,11 +75,14 @@ impl BitArray {
     /// Reads what [`encode`](Self::encode) wrote; rejects set bits past `len`.
     pub(crate) fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let len = r.u64()?;
-        let count = usize::try_from(len.div_ceil(64)).map_err(|_| DecodeError::Invalid("bit count too large"))?;
+        let count = usize::try_from(len.div_ceil(64))
+            .map_err(|_| DecodeError::Invalid("bit count too large"))?;
         let words = r.words(count)?;
         let tail = len % 64;
         if tail != 0 && words.last().is_some_and(|w| w >> tail != 0) {
-            return Err(DecodeError::Invalid("bits set past the end of the bit array"));
+            return Err(DecodeError::Invalid(
+                "bits set past the end of the bit array",
+            ));
         }
         Ok(Self { words, len })
     }

@@ -259,7 +259,9 @@ impl<'a> Reader<'a> {
     /// Reads `count` little-endian words. The length is checked against the
     /// input before allocating, so a forged count cannot exhaust memory.
     pub fn words(&mut self, count: usize) -> Result<Vec<u64>, DecodeError> {
-        let len = count.checked_mul(8).ok_or(DecodeError::Invalid("word count overflows"))?;
+        let len = count
+            .checked_mul(8)
+            .ok_or(DecodeError::Invalid("word count overflows"))?;
         let raw = self.bytes(len)?;
         Ok(raw
             .chunks_exact(8)
@@ -313,7 +315,10 @@ mod tests {
         };
         let open_std = |b: &[u8]| open(b, FilterKind::StandardBloom).map(|_| ());
         assert_eq!(open_std(&with(0, b'X')), Err(DecodeError::BadMagic));
-        assert_eq!(open_std(&with(4, 9)), Err(DecodeError::UnsupportedVersion(9)));
+        assert_eq!(
+            open_std(&with(4, 9)),
+            Err(DecodeError::UnsupportedVersion(9))
+        );
         assert_eq!(open_std(&with(5, 200)), Err(DecodeError::UnknownKind(200)));
         assert_eq!(
             open_std(&with(5, 2)),
@@ -322,14 +327,26 @@ mod tests {
                 found: FilterKind::BlockedBloom
             })
         );
-        assert_eq!(open_std(&with(6, 77)), Err(DecodeError::UnsupportedHash(77)));
-        assert_eq!(open_std(&with(7, 1)), Err(DecodeError::Invalid("reserved flags are set")));
-        assert!(matches!(open_std(&with(12, 8)), Err(DecodeError::ChecksumMismatch { .. })));
+        assert_eq!(
+            open_std(&with(6, 77)),
+            Err(DecodeError::UnsupportedHash(77))
+        );
+        assert_eq!(
+            open_std(&with(7, 1)),
+            Err(DecodeError::Invalid("reserved flags are set"))
+        );
+        assert!(matches!(
+            open_std(&with(12, 8)),
+            Err(DecodeError::ChecksumMismatch { .. })
+        ));
         let mut longer = good.clone();
         longer.push(0);
         assert_eq!(open_std(&longer), Err(DecodeError::TrailingBytes(1)));
         for cut in 0..good.len() {
-            assert!(open_std(&good[..cut]).is_err(), "prefix of {cut} bytes accepted");
+            assert!(
+                open_std(&good[..cut]).is_err(),
+                "prefix of {cut} bytes accepted"
+            );
         }
     }
 
@@ -337,7 +354,10 @@ mod tests {
     fn reader_refuses_to_allocate_for_forged_counts() {
         let mut r = Reader::new(&[0; 16]);
         assert!(r.words(usize::MAX).is_err());
-        assert!(matches!(r.words(1 << 40), Err(DecodeError::Truncated { .. })));
+        assert!(matches!(
+            r.words(1 << 40),
+            Err(DecodeError::Truncated { .. })
+        ));
         assert_eq!(r.words(2).map(|w| w.len()), Ok(2));
     }
 }

@@ -119,7 +119,11 @@ mod tests {
             (b"", 0x6001_c324_468d_497f, 0x99aa_06d3_0147_98d8),
             (b"a", 0xe6c6_32b6_1e96_4e1f, 0xa96f_af70_5af1_6834),
             (b"sift", 0x89be_468d_7332_6e5b, 0x699c_1db3_01cb_ad78),
-            (b"user:0000000000000042", 0xdcbb_abae_5588_0f44, 0x9ef7_c6df_669f_2b6d),
+            (
+                b"user:0000000000000042",
+                0xdcbb_abae_5588_0f44,
+                0x9ef7_c6df_669f_2b6d,
+            ),
             (&long, 0xdd97_e9af_3609_d9f5, 0xcb03_9531_0643_ba0e),
         ];
         for (key, lo, hi) in cases {

@@ -160,7 +160,11 @@ mod tests {
 
     #[test]
     fn capacity_inverts_fpr() {
-        for &(m, k, p) in &[(9_585_059u64, 7u32, 0.01f64), (28_756, 20, 1e-6), (10_000, 7, 0.05)] {
+        for &(m, k, p) in &[
+            (9_585_059u64, 7u32, 0.01f64),
+            (28_756, 20, 1e-6),
+            (10_000, 7, 0.05),
+        ] {
             let n = capacity(m, k, p);
             assert!(bloom_fpr(m, n, k) <= p * (1.0 + 1e-9));
             assert!(bloom_fpr(m, n + 1 + n / 1000, k) > p);

@@ -46,7 +46,9 @@ impl BloomShape {
 
     fn validate(self) -> Result<Self> {
         if self.bits == 0 {
-            return Err(Error::InvalidParameter("a Bloom filter needs at least one bit".into()));
+            return Err(Error::InvalidParameter(
+                "a Bloom filter needs at least one bit".into(),
+            ));
         }
         if !(1..=MAX_PROBES).contains(&self.probes) {
             return Err(Error::InvalidParameter(format!(
@@ -85,7 +87,9 @@ impl StandardBloom {
     /// An empty filter sized for `n` keys at FPR `p`.
     pub fn with_fpr(n: u64, p: f64) -> Result<Self> {
         if !(p > 0.0 && p < 1.0) {
-            return Err(Error::InvalidParameter(format!("target FPR {p} is not in (0, 1)")));
+            return Err(Error::InvalidParameter(format!(
+                "target FPR {p} is not in (0, 1)"
+            )));
         }
         Self::new(BloomShape::for_fpr(n, p))
     }
@@ -166,7 +170,11 @@ impl Filter for StandardBloom {
     }
 
     fn estimated_count(&self) -> Option<f64> {
-        Some(math::estimate_count(self.bits.len(), self.probes, self.bits.count_ones()))
+        Some(math::estimate_count(
+            self.bits.len(),
+            self.probes,
+            self.bits.count_ones(),
+        ))
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -217,9 +225,21 @@ mod tests {
 
     #[test]
     fn union_of_different_shapes_is_an_error() {
-        let mut a = StandardBloom::new(BloomShape { bits: 1_000, probes: 7 }).unwrap();
-        let b = StandardBloom::new(BloomShape { bits: 1_000, probes: 6 }).unwrap();
-        let c = StandardBloom::new(BloomShape { bits: 1_001, probes: 7 }).unwrap();
+        let mut a = StandardBloom::new(BloomShape {
+            bits: 1_000,
+            probes: 7,
+        })
+        .unwrap();
+        let b = StandardBloom::new(BloomShape {
+            bits: 1_000,
+            probes: 6,
+        })
+        .unwrap();
+        let c = StandardBloom::new(BloomShape {
+            bits: 1_001,
+            probes: 7,
+        })
+        .unwrap();
         let before = a.clone();
         assert!(matches!(a.union_with(&b), Err(Error::ShapeMismatch(_))));
         assert!(matches!(a.union(&c), Err(Error::ShapeMismatch(_))));
@@ -229,8 +249,20 @@ mod tests {
     #[test]
     fn invalid_shapes_are_rejected() {
         assert!(StandardBloom::new(BloomShape { bits: 0, probes: 7 }).is_err());
-        assert!(StandardBloom::new(BloomShape { bits: 64, probes: 0 }).is_err());
-        assert!(StandardBloom::new(BloomShape { bits: 64, probes: 65 }).is_err());
+        assert!(
+            StandardBloom::new(BloomShape {
+                bits: 64,
+                probes: 0
+            })
+            .is_err()
+        );
+        assert!(
+            StandardBloom::new(BloomShape {
+                bits: 64,
+                probes: 65
+            })
+            .is_err()
+        );
         assert!(StandardBloom::with_fpr(10, 0.0).is_err());
         assert!(StandardBloom::with_fpr(10, 1.0).is_err());
     }

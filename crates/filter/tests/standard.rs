@@ -46,15 +46,27 @@ proptest! {
 #[test]
 fn fpr_matches_formula_across_sizes() {
     let probes = hashes(0xfeed, 400_000);
-    for (i, &(n, bits_per_key)) in [(1_000u64, 10.0), (10_000, 10.0), (50_000, 6.0), (100_000, 14.0), (200_000, 8.0)]
-        .iter()
-        .enumerate()
+    for (i, &(n, bits_per_key)) in [
+        (1_000u64, 10.0),
+        (10_000, 10.0),
+        (50_000, 6.0),
+        (100_000, 14.0),
+        (200_000, 8.0),
+    ]
+    .iter()
+    .enumerate()
     {
         let shape = BloomShape::for_bits_per_key(n, bits_per_key);
         let f = filled(shape, &hashes(i as u64, n as usize));
         let hits = count_hits(&probes, |h| f.may_contain(h));
         let expected = math::bloom_fpr(shape.bits, n, shape.probes);
-        assert_rate_near(&format!("n={n} bpk={bits_per_key}"), hits, probes.len() as u64, expected, 0.03);
+        assert_rate_near(
+            &format!("n={n} bpk={bits_per_key}"),
+            hits,
+            probes.len() as u64,
+            expected,
+            0.03,
+        );
         // Conditional on this filter's fill, probes land independently: fill^k.
         assert_rate_near("fill^k", hits, probes.len() as u64, f.estimated_fpr(), 0.01);
     }
@@ -75,7 +87,11 @@ fn count_estimate_tracks_distinct_inserts() {
 /// and the hash. If this changes, filters on disk are misread.
 #[test]
 fn golden_encoding() {
-    let mut f = StandardBloom::new(BloomShape { bits: 64, probes: 3 }).unwrap();
+    let mut f = StandardBloom::new(BloomShape {
+        bits: 64,
+        probes: 3,
+    })
+    .unwrap();
     f.insert(sift_filter::KeyHash::of(b"sift"));
     let hex: String = f.encode().iter().map(|b| format!("{b:02x}")).collect();
     // "SFLT", v1, kind 1, hash 1, flags 0, body 20 bytes: k = 3, m = 64,
@@ -90,11 +106,21 @@ fn golden_encoding() {
 
 #[test]
 fn decode_reports_the_right_error() {
-    let f = StandardBloom::new(BloomShape { bits: 100, probes: 7 }).unwrap();
+    let f = StandardBloom::new(BloomShape {
+        bits: 100,
+        probes: 7,
+    })
+    .unwrap();
     let bytes = f.encode();
     assert_eq!(StandardBloom::decode(&bytes).unwrap(), f);
-    assert!(matches!(StandardBloom::decode(&bytes[..5]), Err(DecodeError::Truncated { .. })));
+    assert!(matches!(
+        StandardBloom::decode(&bytes[..5]),
+        Err(DecodeError::Truncated { .. })
+    ));
     let mut wrong = bytes.clone();
     wrong[5] = 2;
-    assert!(matches!(StandardBloom::decode(&wrong), Err(DecodeError::WrongKind { .. })));
+    assert!(matches!(
+        StandardBloom::decode(&wrong),
+        Err(DecodeError::WrongKind { .. })
+    ));
 }
