@@ -35,6 +35,8 @@ pub struct Sample {
     pub size_bytes: usize,
     /// The formula's FPR for the built shape, if the kind has one.
     pub expected_fpr: Option<f64>,
+    /// [`Built::detail`](super::contenders::Built::detail) of this build.
+    pub detail: String,
 }
 
 /// Builds `contender` from `members` and queries every member and probe.
@@ -65,6 +67,7 @@ pub fn run_once(
         false_positives,
         size_bytes: built.size_bytes(),
         expected_fpr: built.expected_fpr(),
+        detail: built.detail(),
     })
 }
 
@@ -129,6 +132,8 @@ pub struct Summary {
     pub fpr: f64,
     /// What the kind's formula predicts, if it has one.
     pub expected_fpr: Option<f64>,
+    /// The last repetition's [`Sample::detail`].
+    pub detail: String,
     /// The most false negatives any repetition saw.
     pub false_negatives: u64,
     /// Build time, ns per key.
@@ -157,6 +162,7 @@ pub fn summarize(
         bits_per_key: last.size_bytes as f64 * 8.0 / n.max(1) as f64,
         fpr: false_positives as f64 / (probes.max(1) * samples.len()) as f64,
         expected_fpr: last.expected_fpr,
+        detail: last.detail.clone(),
         false_negatives: samples.iter().map(|s| s.false_negatives).max().unwrap_or(0),
         build_ns_per_key: timings(|s| s.build_ns_per_key),
         query_pos_ns: timings(|s| s.query_pos_ns),
@@ -177,6 +183,7 @@ mod tests {
             false_positives: fp,
             size_bytes: 1_250,
             expected_fpr: Some(0.01),
+            detail: String::new(),
         }
     }
 

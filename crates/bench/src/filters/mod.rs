@@ -224,7 +224,11 @@ fn print_results(
             args.reps, params.n, args.probes
         )?;
         for c in selected {
-            writeln!(out, "  {:<14} {}", c.name(), c.notes(params))?;
+            let detail = summaries
+                .iter()
+                .find(|s| s.filter == c.name() && !s.detail.is_empty())
+                .map_or_else(String::new, |s| format!(" [{}]", s.detail));
+            writeln!(out, "  {:<14} {}{detail}", c.name(), c.notes(params))?;
         }
     }
     for (name, error) in failed {

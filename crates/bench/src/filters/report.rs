@@ -160,6 +160,7 @@ mod tests {
             bits_per_key: 10.0,
             fpr: 0.00819,
             expected_fpr: Some(0.00819),
+            detail: String::new(),
             false_negatives: 0,
             build_ns_per_key: t(20.0),
             query_pos_ns: t(10.0),

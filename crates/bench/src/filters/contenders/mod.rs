@@ -65,6 +65,12 @@ pub trait Built {
     /// The FPR its design predicts for this shape and `n`, where a formula
     /// exists (the Bloom kinds).
     fn expected_fpr(&self) -> Option<f64>;
+
+    /// State worth reporting beside the numbers (fill ratio, load, stages),
+    /// read after the timed region; empty if none.
+    fn detail(&self) -> String {
+        String::new()
+    }
 }
 
 /// Every contender, Sift's first, in table order.

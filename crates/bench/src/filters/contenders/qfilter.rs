@@ -54,4 +54,12 @@ impl Built for Filter {
     fn expected_fpr(&self) -> Option<f64> {
         Some(self.0.current_error_ratio())
     }
+
+    fn detail(&self) -> String {
+        format!(
+            "{}-bit fingerprints, load {:.3}",
+            self.0.fingerprint_size(),
+            self.0.len() as f64 / self.0.capacity() as f64 * 0.95
+        )
+    }
 }

@@ -40,4 +40,12 @@ impl<F: Filter> Built for SiftBuilt<F> {
     fn expected_fpr(&self) -> Option<f64> {
         (self.formula)(&self.filter, self.n)
     }
+
+    fn detail(&self) -> String {
+        format!(
+            "fill_ratio {:.3}, estimated_fpr {:.3}%",
+            self.filter.fill_ratio(),
+            self.filter.estimated_fpr() * 100.0
+        )
+    }
 }
