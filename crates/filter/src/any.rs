@@ -1,1 +1,108 @@
-//! (in progress)
+//! Decoding a filter whose kind is known only from its bytes.
+
+use crate::codec::{self, FilterKind};
+use crate::error::DecodeError;
+use crate::filter::Filter;
+use crate::hash::KeyHash;
+use crate::{
+    AtomicBloom, BlockedBloom, CountingBloom, CuckooFilter, PartitionedBloom, ScalableBloom,
+    StandardBloom,
+};
+
+/// Any filter kind, as read from an encoding whose header names the kind.
+///
+/// A reader that gets `Err` from [`decode`](Self::decode) must treat the
+/// filter as answering "may contain" for every key: a filter that cannot be
+/// read may cost a read, never lose a key.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AnyFilter {
+    /// Kind 1.
+    Standard(StandardBloom),
+    /// Kind 2.
+    Blocked(BlockedBloom),
+    /// Kind 4.
+    Counting(CountingBloom),
+    /// Kind 5.
+    Cuckoo(CuckooFilter),
+    /// Kind 6.
+    Scalable(ScalableBloom),
+    /// Kind 7.
+    Partitioned(PartitionedBloom),
+    /// Kind 8.
+    Atomic(AtomicBloom),
+}
+
+impl AnyFilter {
+    /// Decodes whichever kind `bytes` holds.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Ok(match codec::peek_kind(bytes)? {
+            FilterKind::StandardBloom => Self::Standard(StandardBloom::decode(bytes)?),
+            FilterKind::BlockedBloom => Self::Blocked(BlockedBloom::decode(bytes)?),
+            FilterKind::CountingBloom => Self::Counting(CountingBloom::decode(bytes)?),
+            FilterKind::Cuckoo => Self::Cuckoo(CuckooFilter::decode(bytes)?),
+            FilterKind::ScalableBloom => Self::Scalable(ScalableBloom::decode(bytes)?),
+            FilterKind::PartitionedBloom => Self::Partitioned(PartitionedBloom::decode(bytes)?),
+            FilterKind::AtomicBloom => Self::Atomic(AtomicBloom::decode(bytes)?),
+            other => return Err(DecodeError::UnknownKind(other as u8)),
+        })
+    }
+
+    /// The kind held.
+    #[must_use]
+    pub fn kind(&self) -> FilterKind {
+        match self {
+            Self::Standard(_) => FilterKind::StandardBloom,
+            Self::Blocked(_) => FilterKind::BlockedBloom,
+            Self::Counting(_) => FilterKind::CountingBloom,
+            Self::Cuckoo(_) => FilterKind::Cuckoo,
+            Self::Scalable(_) => FilterKind::ScalableBloom,
+            Self::Partitioned(_) => FilterKind::PartitionedBloom,
+            Self::Atomic(_) => FilterKind::AtomicBloom,
+        }
+    }
+
+    fn inner(&self) -> &dyn Filter {
+        match self {
+            Self::Standard(f) => f,
+            Self::Blocked(f) => f,
+            Self::Counting(f) => f,
+            Self::Cuckoo(f) => f,
+            Self::Scalable(f) => f,
+            Self::Partitioned(f) => f,
+            Self::Atomic(f) => f,
+        }
+    }
+}
+
+impl Filter for AnyFilter {
+    #[inline]
+    fn may_contain(&self, hash: KeyHash) -> bool {
+        // A direct match rather than `inner()` keeps the blocked filter's
+        // query, the common case, free of a virtual call.
+        match self {
+            Self::Blocked(f) => f.may_contain(hash),
+            other => other.inner().may_contain(hash),
+        }
+    }
+
+    fn size_bytes(&self) -> usize {
+        self.inner().size_bytes()
+    }
+
+    fn fill_ratio(&self) -> f64 {
+        self.inner().fill_ratio()
+    }
+
+    fn estimated_fpr(&self) -> f64 {
+        self.inner().estimated_fpr()
+    }
+
+    fn estimated_count(&self) -> Option<f64> {
+        self.inner().estimated_count()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        self.inner().encode()
+    }
+}

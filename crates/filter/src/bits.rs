@@ -19,8 +19,20 @@ impl BitArray {
         }
     }
 
+    /// Wraps words read from elsewhere (a concurrent filter's snapshot).
+    /// `words` must hold `ceil(len / 64)` words with no bit set past `len`.
+    pub(crate) fn from_words(words: Vec<u64>, len: u64) -> Self {
+        debug_assert_eq!(words.len() as u64, len.div_ceil(64));
+        Self { words, len }
+    }
+
     pub(crate) fn len(&self) -> u64 {
         self.len
+    }
+
+    /// The backing words; bit `i` is bit `i % 64` of word `i / 64`.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
     }
 
     /// Sets bit `i` (< len).
@@ -45,6 +57,34 @@ impl BitArray {
 
     pub(crate) fn count_ones(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+
+    /// Set bits among positions `[start, end)`, for filters that split the
+    /// array into regions (partitioned Bloom). `end` is clamped to `len`.
+    pub(crate) fn count_ones_in(&self, start: u64, end: u64) -> u64 {
+        let end = end.min(self.len);
+        if start >= end {
+            return 0;
+        }
+        let (first, last) = (start >> 6, (end - 1) >> 6);
+        let words = self
+            .words
+            .iter()
+            .skip(first as usize)
+            .take((last - first + 1) as usize);
+        (first..=last)
+            .zip(words)
+            .map(|(at, &word)| {
+                let low = if at == first { start & 63 } else { 0 };
+                let high = if at == last { ((end - 1) & 63) + 1 } else { 64 };
+                let below_high = if high == 64 {
+                    u64::MAX
+                } else {
+                    (1 << high) - 1
+                };
+                u64::from((word & below_high & (u64::MAX << low)).count_ones())
+            })
+            .sum()
     }
 
     /// Fraction of bits set.

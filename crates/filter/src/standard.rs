@@ -1,7 +1,7 @@
 //! The standard Bloom filter: `m` bits, `k` probes by enhanced double hashing.
 
 use crate::bits::BitArray;
-use crate::codec::{self, FilterKind, Writer};
+use crate::codec::{self, FilterKind, Reader, Writer};
 use crate::error::{DecodeError, Error, Result};
 use crate::filter::Filter;
 use crate::hash::{KeyHash, fastrange64};
@@ -44,7 +44,8 @@ impl BloomShape {
         }
     }
 
-    fn validate(self) -> Result<Self> {
+    /// Checks `bits ≥ 1` and `1 ≤ probes ≤ MAX_PROBES`.
+    pub(crate) fn validate(self) -> Result<Self> {
         if self.bits == 0 {
             return Err(Error::InvalidParameter(
                 "a Bloom filter needs at least one bit".into(),
@@ -94,6 +95,19 @@ impl StandardBloom {
         Self::new(BloomShape::for_fpr(n, p))
     }
 
+    /// A filter over `bits` (at least one bit) with `probes` in
+    /// `1..=MAX_PROBES`: the inverse of [`bits`](Self::bits), used by the
+    /// concurrent filter's snapshot.
+    pub(crate) fn from_bits(bits: BitArray, probes: u32) -> Self {
+        debug_assert!(bits.len() > 0 && (1..=MAX_PROBES).contains(&probes));
+        Self { bits, probes }
+    }
+
+    /// The bit array, for filters that share this layout.
+    pub(crate) fn bits(&self) -> &BitArray {
+        &self.bits
+    }
+
     /// The filter's shape.
     #[must_use]
     pub fn shape(&self) -> BloomShape {
@@ -135,9 +149,22 @@ impl StandardBloom {
     /// Reads an encoding made by [`Filter::encode`].
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = codec::open(bytes, FilterKind::StandardBloom)?;
-        let probes = r.u32()?;
-        let bits = BitArray::decode(&mut r)?;
+        let filter = Self::read_body(&mut r)?;
         r.finish()?;
+        Ok(filter)
+    }
+
+    /// Writes the body (probes, then the bit array); shared with the
+    /// concurrent filter, whose encoding differs only in its kind byte.
+    pub(crate) fn write_body(&self, w: &mut Writer) {
+        w.u32(self.probes);
+        self.bits.encode(w);
+    }
+
+    /// Reads and validates what [`write_body`](Self::write_body) wrote.
+    pub(crate) fn read_body(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let probes = r.u32()?;
+        let bits = BitArray::decode(r)?;
         if !(1..=MAX_PROBES).contains(&probes) {
             return Err(DecodeError::Invalid("probe count out of range"));
         }
@@ -179,8 +206,7 @@ impl Filter for StandardBloom {
 
     fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
-        w.u32(self.probes);
-        self.bits.encode(&mut w);
+        self.write_body(&mut w);
         codec::seal(FilterKind::StandardBloom, w)
     }
 }

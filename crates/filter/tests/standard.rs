@@ -5,6 +5,10 @@ use common::*;
 use proptest::prelude::*;
 use sift_filter::{BloomShape, DecodeError, Filter, StandardBloom, math};
 
+#[expect(
+    clippy::unwrap_used,
+    reason = "test helper; every shape passed in is valid"
+)]
 fn filled(shape: BloomShape, members: &[sift_filter::KeyHash]) -> StandardBloom {
     let mut f = StandardBloom::new(shape).unwrap();
     members.iter().for_each(|&h| f.insert(h));
