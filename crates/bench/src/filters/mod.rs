@@ -223,12 +223,13 @@ fn print_results(
              (pos) and all {} non-members (neg). bits/key = real data bytes · 8 / n.",
             args.reps, params.n, args.probes
         )?;
+        let width = selected.iter().map(|c| c.name().len()).max().unwrap_or(0);
         for c in selected {
             let detail = summaries
                 .iter()
                 .find(|s| s.filter == c.name() && !s.detail.is_empty())
                 .map_or_else(String::new, |s| format!(" [{}]", s.detail));
-            writeln!(out, "  {:<14} {}{detail}", c.name(), c.notes(params))?;
+            writeln!(out, "  {:<width$}  {}{detail}", c.name(), c.notes(params))?;
         }
     }
     for (name, error) in failed {

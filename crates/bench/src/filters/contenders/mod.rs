@@ -14,6 +14,12 @@ mod lsm_tree;
 mod qfilter;
 mod sbbf;
 mod sift;
+mod sift_atomic;
+mod sift_blocked;
+mod sift_counting;
+mod sift_cuckoo;
+mod sift_partitioned;
+mod sift_scalable;
 mod sift_standard;
 mod xorf;
 
@@ -76,7 +82,14 @@ pub trait Built {
 /// Every contender, Sift's first, in table order.
 pub fn all() -> Vec<Box<dyn Contender>> {
     vec![
+        Box::new(sift_blocked::SiftBlocked),
+        Box::new(sift_blocked::SiftBlockedBuilder),
         Box::new(sift_standard::SiftStandard),
+        Box::new(sift_partitioned::SiftPartitioned),
+        Box::new(sift_counting::SiftCounting),
+        Box::new(sift_atomic::SiftAtomic),
+        Box::new(sift_cuckoo::SiftCuckoo),
+        Box::new(sift_scalable::SiftScalable),
         Box::new(fastbloom::FastBloom),
         Box::new(sbbf::Sbbf),
         Box::new(xorf::BinaryFuse8),
