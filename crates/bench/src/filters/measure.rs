@@ -71,6 +71,27 @@ pub fn run_once(
     })
 }
 
+/// The hashing floor: ns per key of `KeyHash::of` and of XXH3-64 alone over
+/// `keys`, with the same loop shape as the queries. Every query time in the
+/// table includes one of these.
+pub fn hash_floor(keys: &[Key]) -> (f64, f64) {
+    let start = Instant::now();
+    let mut acc = 0u64;
+    for key in black_box(keys) {
+        acc ^= sift_filter::KeyHash::of(key).lo();
+    }
+    black_box(acc);
+    let sift = per(start.elapsed().as_nanos(), keys.len());
+
+    let start = Instant::now();
+    let mut acc = 0u64;
+    for key in black_box(keys) {
+        acc ^= xxhash_rust::xxh3::xxh3_64(key);
+    }
+    black_box(acc);
+    (sift, per(start.elapsed().as_nanos(), keys.len()))
+}
+
 fn per(nanos: u128, count: usize) -> f64 {
     nanos as f64 / count.max(1) as f64
 }

@@ -119,7 +119,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); selected.len()];
     let mut failures: Vec<Option<String>> = vec![None; selected.len()];
     let live = std::io::stderr().is_terminal();
+    let (mut floor_sift, mut floor_64) = (Vec::new(), Vec::new());
     for rep in 0..args.reps as usize {
+        let (sift, xxh3_64) = measure::hash_floor(&non_members);
+        floor_sift.push(sift);
+        floor_64.push(xxh3_64);
         for offset in 0..selected.len() {
             let i = (rep + offset) % selected.len();
             if failures[i].is_some() {
@@ -151,6 +155,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         report::load_average()
     );
+
+    let floor = format!(
+        "hashing alone (median ns/key over the probes): KeyHash::of (xxh3-128) {:.2}, xxh3-64 {:.2}",
+        measure::Spread::of(&floor_sift).median,
+        measure::Spread::of(&floor_64).median
+    );
+    eprintln!("{floor}");
+    let mut header = header.to_vec();
+    header.push(floor);
 
     let summaries: Vec<Summary> = selected
         .iter()
