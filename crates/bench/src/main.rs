@@ -1,2 +1,32 @@
-//! `sift-bench`: benchmarks (in progress).
-fn main() {}
+//! `sift-bench`: db_bench-style benchmarks for Sift, with competitors run side
+//! by side in one process.
+//!
+//! Each subcommand is one family of named workloads that prints one table of
+//! results (or JSON lines with `--json`). Progress goes to stderr so stdout
+//! stays parseable. `filters` is the first family; `db`, `value-search` and
+//! `txn` join as their crates land.
+
+use clap::{Parser, Subcommand};
+
+mod filters;
+
+/// Command line of the `sift-bench` binary.
+#[derive(Parser, Debug)]
+#[command(name = "sift-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The benchmark families.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Sift's filters against crates.io filters: size, FPR, build and query time.
+    Filters(filters::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Filters(args) => filters::run(&args),
+    }
+}
