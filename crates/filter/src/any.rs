@@ -5,8 +5,8 @@ use crate::error::DecodeError;
 use crate::filter::Filter;
 use crate::hash::KeyHash;
 use crate::{
-    AtomicBloom, BlockedBloom, CountingBloom, CuckooFilter, PartitionedBloom, ScalableBloom,
-    StandardBloom,
+    AtomicBloom, BlockedBloom, CountingBloom, CuckooFilter, PartitionedBloom, Ribbon,
+    ScalableBloom, StandardBloom,
 };
 
 /// Any filter kind, as read from an encoding whose header names the kind.
@@ -21,6 +21,8 @@ pub enum AnyFilter {
     Standard(StandardBloom),
     /// Kind 2.
     Blocked(BlockedBloom),
+    /// Kind 3.
+    Ribbon(Ribbon),
     /// Kind 4.
     Counting(CountingBloom),
     /// Kind 5.
@@ -39,12 +41,12 @@ impl AnyFilter {
         Ok(match codec::peek_kind(bytes)? {
             FilterKind::StandardBloom => Self::Standard(StandardBloom::decode(bytes)?),
             FilterKind::BlockedBloom => Self::Blocked(BlockedBloom::decode(bytes)?),
+            FilterKind::Ribbon => Self::Ribbon(Ribbon::decode(bytes)?),
             FilterKind::CountingBloom => Self::Counting(CountingBloom::decode(bytes)?),
             FilterKind::Cuckoo => Self::Cuckoo(CuckooFilter::decode(bytes)?),
             FilterKind::ScalableBloom => Self::Scalable(ScalableBloom::decode(bytes)?),
             FilterKind::PartitionedBloom => Self::Partitioned(PartitionedBloom::decode(bytes)?),
             FilterKind::AtomicBloom => Self::Atomic(AtomicBloom::decode(bytes)?),
-            other => return Err(DecodeError::UnknownKind(other as u8)),
         })
     }
 
@@ -54,6 +56,7 @@ impl AnyFilter {
         match self {
             Self::Standard(_) => FilterKind::StandardBloom,
             Self::Blocked(_) => FilterKind::BlockedBloom,
+            Self::Ribbon(_) => FilterKind::Ribbon,
             Self::Counting(_) => FilterKind::CountingBloom,
             Self::Cuckoo(_) => FilterKind::Cuckoo,
             Self::Scalable(_) => FilterKind::ScalableBloom,
@@ -66,6 +69,7 @@ impl AnyFilter {
         match self {
             Self::Standard(f) => f,
             Self::Blocked(f) => f,
+            Self::Ribbon(f) => f,
             Self::Counting(f) => f,
             Self::Cuckoo(f) => f,
             Self::Scalable(f) => f,

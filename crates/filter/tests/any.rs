@@ -5,11 +5,16 @@ mod common;
 use common::*;
 use sift_filter::{
     AnyFilter, AtomicBloom, BlockedBloom, BloomShape, CountingBloom, CuckooFilter, DecodeError,
-    Filter, FilterKind, PartitionedBloom, ScalableBloom, StandardBloom,
+    Filter, FilterBuilder, FilterKind, PartitionedBloom, RibbonBuilder, ScalableBloom,
+    StandardBloom, StaticFilter,
 };
 
 /// One filter of each kind holding `members`.
-#[expect(clippy::unwrap_used, reason = "test helper; every parameter is valid")]
+#[expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helper; every parameter is valid"
+)]
 fn one_of_each(members: &[sift_filter::KeyHash]) -> Vec<(FilterKind, Box<dyn Filter>)> {
     let n = members.len() as u64;
     let shape = BloomShape::for_fpr(n, 0.01);
@@ -33,6 +38,14 @@ fn one_of_each(members: &[sift_filter::KeyHash]) -> Vec<(FilterKind, Box<dyn Fil
             FilterKind::BlockedBloom,
             Box::new(BlockedBloom::from_hashes(members, 10.0).unwrap()),
         ),
+        (FilterKind::Ribbon, {
+            let mut ribbon = RibbonBuilder::new(7.0).unwrap();
+            members.iter().for_each(|&h| ribbon.add(h));
+            let StaticFilter::Ribbon(ribbon) = ribbon.finish() else {
+                panic!("2,000 keys at 7 bits/key build a Ribbon");
+            };
+            Box::new(ribbon)
+        }),
         (FilterKind::CountingBloom, Box::new(counting)),
         (FilterKind::Cuckoo, Box::new(cuckoo)),
         (FilterKind::ScalableBloom, Box::new(scalable)),
