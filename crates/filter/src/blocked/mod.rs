@@ -27,7 +27,6 @@ use crate::codec::{self, FilterKind, Writer};
 use crate::error::{DecodeError, Error, Result};
 use crate::filter::Filter;
 use crate::hash::{KeyHash, fastrange64};
-use crate::math;
 
 /// Body bytes before the blocks: probe count (`u32`), block count (`u64`).
 const BODY_PREFIX: usize = 4 + 8;
@@ -184,10 +183,14 @@ impl BlockedBloom {
     /// `MAX_BLOCKS`; the probe count minimises the FPR at the resulting
     /// `m/n` (at `bits_per_key` when `n` is 0).
     fn sized(n: u64, bits_per_key: f64) -> Self {
-        let plan = Plan::new(n, bits_per_key);
+        let blocks = wanted_blocks(n, bits_per_key).min(MAX_BLOCKS as f64) as usize;
+        let actual = match n {
+            0 => bits_per_key,
+            n => (blocks as f64 * f64::from(BLOCK_BITS)) / n as f64,
+        };
         Self {
-            blocks: vec![Block::default(); plan.blocks as usize],
-            probes: plan.probes,
+            blocks: vec![Block::default(); blocks],
+            probes: probes::for_bits_per_key(actual),
             path: QueryPath::detect(),
         }
     }
@@ -296,47 +299,6 @@ fn wanted_blocks(n: u64, bits_per_key: f64) -> f64 {
     (n as f64 * bits_per_key / f64::from(BLOCK_BITS))
         .ceil()
         .max(1.0)
-}
-
-/// The size and probe count a filter for `n` keys at `bits_per_key` gets,
-/// known before any key is added: the one sizing rule, shared by the
-/// constructors and by the Ribbon builder's choice of fallback.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Plan {
-    /// Number of 512-bit blocks, capped at `MAX_BLOCKS`.
-    pub(crate) blocks: u64,
-    /// Probes per key, minimising the FPR at the real `m/n`.
-    pub(crate) probes: u32,
-    n: u64,
-}
-
-impl Plan {
-    pub(crate) fn new(n: u64, bits_per_key: f64) -> Self {
-        let blocks = wanted_blocks(n, bits_per_key).min(MAX_BLOCKS as f64) as u64;
-        let actual = match n {
-            0 => bits_per_key,
-            n => (blocks as f64 * f64::from(BLOCK_BITS)) / n as f64,
-        };
-        Self {
-            blocks,
-            probes: probes::for_bits_per_key(actual),
-            n,
-        }
-    }
-
-    /// Bytes of filter data.
-    pub(crate) fn size_bytes(&self) -> u64 {
-        self.blocks * BLOCK_BYTES as u64
-    }
-
-    /// Expected FPR once the `n` keys are in ([`math::blocked_bloom_fpr`]).
-    pub(crate) fn fpr(&self) -> f64 {
-        if self.n == 0 {
-            return 0.0;
-        }
-        let bits = self.blocks * u64::from(BLOCK_BITS);
-        math::blocked_bloom_fpr(bits, self.n, self.probes, BLOCK_BITS)
-    }
 }
 
 #[cfg(test)]

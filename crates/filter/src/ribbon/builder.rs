@@ -2,7 +2,7 @@
 //! Bloom fallback at the same FPR, that fallback otherwise.
 
 use super::StaticFilter;
-use super::bloom_cost;
+use super::bloom_cost::{self, BLOCK_BYTES};
 use super::build::{Plan, Sizing};
 use crate::BlockedBloomBuilder;
 use crate::error::{Error, Result};
@@ -75,8 +75,9 @@ impl RibbonBuilder {
 
     /// Whether `plan` beats the fallback for `n` keys (see the type's doc).
     fn prefers_ribbon(&self, n: u64, plan: &Plan) -> bool {
-        let bloom = bloom_cost::plan(n, self.fallback_bits);
-        let (bloom_bytes, bloom_fpr) = (bloom.size_bytes(), bloom.fpr());
+        let blocks = bloom_cost::blocks(n, self.fallback_bits);
+        let bloom_bytes = blocks.saturating_mul(BLOCK_BYTES);
+        let bloom_fpr = bloom_cost::fpr(n, blocks);
         let target = match self.sizing {
             Sizing::BitsPerKey(_) => bloom_fpr,
             Sizing::Fpr(fpr) => fpr,
