@@ -1,0 +1,100 @@
+//! The one error type of `siftdb`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in a `siftdb` call.
+///
+/// A caller that matches on it should keep a wildcard arm: new variants may
+/// be added without a major version bump.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused an operation on `path`.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory the operation touched.
+        path: PathBuf,
+        /// What the operating system reported.
+        #[source]
+        source: io::Error,
+    },
+    /// Bytes read back from `path` are not what Sift wrote: a checksum
+    /// mismatch, a truncated structure, an impossible field.
+    #[error("corruption in {} at offset {offset}: {detail}", path.display())]
+    Corruption {
+        /// The damaged file.
+        path: PathBuf,
+        /// Byte offset in that file where the damage was detected.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The caller passed something Sift cannot accept (a key or value too
+    /// large, an option out of range, a mismatched snapshot).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Another handle (in this or another process) holds the database's
+    /// lock file.
+    #[error("database {} is locked by another handle", path.display())]
+    Locked {
+        /// The database directory.
+        path: PathBuf,
+    },
+    /// A background flush or compaction failed; the database refuses writes
+    /// from then on so that nothing is acknowledged that cannot be persisted.
+    /// Reopen the database to recover from the WAL.
+    #[error("background work failed, writes are refused until reopen: {0}")]
+    Background(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps an I/O error with the path it concerned.
+    pub(crate) fn io(path: impl AsRef<Path>, source: io::Error) -> Self {
+        Self::Io {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+
+    /// A corruption report for `path` at `offset`.
+    pub(crate) fn corruption(
+        path: impl AsRef<Path>,
+        offset: u64,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::Corruption {
+            path: path.as_ref().to_path_buf(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// A decoder's complaint about bytes, before it knows which file they came
+/// from. [`Corrupt::in_file`] turns it into [`Error::Corruption`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Corrupt {
+    /// Offset of the damage, relative to the start of the decoded buffer.
+    pub offset: u64,
+    /// What was wrong.
+    pub detail: String,
+}
+
+impl Corrupt {
+    /// A complaint at `offset` in the decoded buffer.
+    pub(crate) fn new(offset: u64, detail: impl Into<String>) -> Self {
+        Self {
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    /// Names the file; `base` is where the decoded buffer starts in it.
+    pub(crate) fn in_file(self, path: impl AsRef<Path>, base: u64) -> Error {
+        Error::corruption(path, base.saturating_add(self.offset), self.detail)
+    }
+}

@@ -1,0 +1,346 @@
+//! A [`FileSystem`] in memory that can lose power.
+//!
+//! It keeps two views of every file and directory: what a process sees now,
+//! and what a disk would hold after a power cut (data up to the last
+//! `sync`, names as of the last `sync_dir`). [`FaultInjectionFs::crash`]
+//! returns a new file system holding only the second view. This is the
+//! model of LevelDB's fault-injection test: unsynced data is dropped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{FileSystem, LockGuard, ReadableFile, WritableFile};
+
+/// Contents of one file: `data` as the process sees it, of which the first
+/// `synced` bytes would survive a power cut.
+#[derive(Debug, Default)]
+struct Inode {
+    data: Vec<u8>,
+    synced: usize,
+}
+
+type InodeRef = Arc<Mutex<Inode>>;
+
+#[derive(Debug, Default)]
+struct State {
+    /// Names a process sees now.
+    names: BTreeMap<PathBuf, InodeRef>,
+    /// Names a disk would hold after a power cut.
+    durable_names: BTreeMap<PathBuf, InodeRef>,
+    dirs: BTreeSet<PathBuf>,
+    locks: BTreeSet<PathBuf>,
+}
+
+/// An in-memory file system that forgets unsynced writes on [`crash`].
+///
+/// [`crash`]: FaultInjectionFs::crash
+#[derive(Debug, Default, Clone)]
+pub struct FaultInjectionFs {
+    state: Arc<Mutex<State>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking test thread must not hide the file system from the rest
+    // of the test: the state is plain data, still consistent.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} does not exist", path.display()),
+    )
+}
+
+impl FaultInjectionFs {
+    /// An empty file system.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The file system a reboot after a power cut would find now: synced
+    /// bytes of the files whose names were synced. `self` is unchanged, and
+    /// later writes through it do not reach the returned one.
+    #[must_use]
+    pub fn crash(&self) -> Self {
+        let state = lock(&self.state);
+        let names: BTreeMap<PathBuf, InodeRef> = state
+            .durable_names
+            .iter()
+            .map(|(path, inode)| {
+                let inode = lock(inode);
+                let data = inode.data[..inode.synced].to_vec();
+                let synced = data.len();
+                (path.clone(), Arc::new(Mutex::new(Inode { data, synced })))
+            })
+            .collect();
+        let after = State {
+            durable_names: names.clone(),
+            names,
+            dirs: state.dirs.clone(),
+            locks: BTreeSet::new(),
+        };
+        Self {
+            state: Arc::new(Mutex::new(after)),
+        }
+    }
+
+    /// Bytes of `path` as the process sees them now (for tests that damage
+    /// files); `None` if there is no such file.
+    #[must_use]
+    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
+        let state = lock(&self.state);
+        state.names.get(path).map(|inode| lock(inode).data.clone())
+    }
+
+    /// Replaces the bytes of `path`, durably (for tests that damage files).
+    pub fn set_contents(&self, path: &Path, data: Vec<u8>) -> io::Result<()> {
+        let state = lock(&self.state);
+        let inode = state.names.get(path).ok_or_else(|| not_found(path))?;
+        let mut inode = lock(inode);
+        inode.synced = data.len();
+        inode.data = data;
+        Ok(())
+    }
+
+    fn inode(&self, path: &Path) -> io::Result<InodeRef> {
+        lock(&self.state)
+            .names
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found(path))
+    }
+}
+
+#[derive(Debug)]
+struct FaultFile(InodeRef);
+
+impl WritableFile for FaultFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        lock(&self.0).data.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut inode = lock(&self.0);
+        inode.synced = inode.data.len();
+        Ok(())
+    }
+}
+
+impl ReadableFile for FaultFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let inode = lock(&self.0);
+        let start = usize::try_from(offset).map_err(io::Error::other)?;
+        let source = start
+            .checked_add(buf.len())
+            .and_then(|end| inode.data.get(start..end))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "read past the end of the file",
+                )
+            })?;
+        buf.copy_from_slice(source);
+        Ok(())
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(lock(&self.0).data.len() as u64)
+    }
+}
+
+#[derive(Debug)]
+struct FaultLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl LockGuard for FaultLock {}
+
+impl Drop for FaultLock {
+    fn drop(&mut self) {
+        lock(&self.state).locks.remove(&self.path);
+    }
+}
+
+impl FileSystem for FaultInjectionFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut state = lock(&self.state);
+        for ancestor in dir.ancestors() {
+            state.dirs.insert(ancestor.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let mut state = lock(&self.state);
+        let parent = path.parent().unwrap_or(Path::new(""));
+        if !state.dirs.contains(parent) {
+            return Err(not_found(parent));
+        }
+        let inode = InodeRef::default();
+        state.names.insert(path.to_path_buf(), Arc::clone(&inode));
+        Ok(Box::new(FaultFile(inode)))
+    }
+
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        Ok(Arc::new(FaultFile(self.inode(path)?)))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut state = lock(&self.state);
+        let inode = state.names.remove(from).ok_or_else(|| not_found(from))?;
+        state.names.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        lock(&self.state)
+            .names
+            .remove(path)
+            .map(drop)
+            .ok_or_else(|| not_found(path))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let inode = self.inode(path)?;
+        let mut inode = lock(&inode);
+        let len = usize::try_from(len)
+            .map_err(io::Error::other)?
+            .min(inode.data.len());
+        inode.data.truncate(len);
+        inode.synced = len;
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let state = lock(&self.state);
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        Ok(state
+            .names
+            .keys()
+            .filter(|path| path.parent() == Some(dir))
+            .filter_map(|path| {
+                path.file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+            })
+            .collect())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = lock(&self.state);
+        let in_dir = |path: &PathBuf| path.parent() == Some(dir);
+        state.durable_names.retain(|path, _| !in_dir(path));
+        let current: Vec<_> = state
+            .names
+            .iter()
+            .filter(|(path, _)| in_dir(path))
+            .map(|(path, inode)| (path.clone(), Arc::clone(inode)))
+            .collect();
+        state.durable_names.extend(current);
+        Ok(())
+    }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        let mut state = lock(&self.state);
+        if !state.locks.insert(path.to_path_buf()) {
+            return Ok(None);
+        }
+        if !state.names.contains_key(path) {
+            state.names.insert(path.to_path_buf(), InodeRef::default());
+        }
+        Ok(Some(Box::new(FaultLock {
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(fs: &FaultInjectionFs, path: &Path, data: &[u8], sync: bool) {
+        let mut file = fs.create(path).unwrap();
+        file.append(data).unwrap();
+        if sync {
+            file.sync().unwrap();
+        }
+    }
+
+    #[test]
+    fn crash_keeps_synced_bytes_of_synced_names_only() {
+        let fs = FaultInjectionFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        write(&fs, &dir.join("a"), b"synced", true);
+        fs.sync_dir(dir).unwrap();
+        let mut file = fs.create(&dir.join("c")).unwrap();
+        fs.sync_dir(dir).unwrap();
+        write(&fs, &dir.join("b"), b"name never synced", true);
+        file.append(b"durable").unwrap();
+        file.sync().unwrap();
+        file.append(b" lost").unwrap();
+
+        let after = fs.crash();
+        assert_eq!(after.contents(&dir.join("a")).unwrap(), b"synced");
+        assert_eq!(after.contents(&dir.join("b")), None);
+        assert_eq!(after.contents(&dir.join("c")).unwrap(), b"durable");
+        // Writes through the old handle no longer reach the crashed copy.
+        file.append(b" more").unwrap();
+        file.sync().unwrap();
+        assert_eq!(after.contents(&dir.join("c")).unwrap(), b"durable");
+    }
+
+    #[test]
+    fn rename_is_durable_only_after_sync_dir() {
+        let fs = FaultInjectionFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        write(&fs, &dir.join("old"), b"1", true);
+        fs.sync_dir(dir).unwrap();
+        write(&fs, &dir.join("tmp"), b"2", true);
+        fs.rename(&dir.join("tmp"), &dir.join("old")).unwrap();
+        assert_eq!(fs.crash().contents(&dir.join("old")).unwrap(), b"1");
+        fs.sync_dir(dir).unwrap();
+        assert_eq!(fs.crash().contents(&dir.join("old")).unwrap(), b"2");
+    }
+
+    #[test]
+    fn lock_is_exclusive_until_dropped() {
+        let fs = FaultInjectionFs::new();
+        let path = Path::new("/LOCK");
+        let guard = fs.try_lock(path).unwrap();
+        assert!(guard.is_some());
+        assert!(fs.try_lock(path).unwrap().is_none());
+        drop(guard);
+        assert!(fs.try_lock(path).unwrap().is_some());
+    }
+
+    #[test]
+    fn errors_for_missing_files_and_reads_past_the_end() {
+        let fs = FaultInjectionFs::new();
+        assert!(fs.open(Path::new("/nope")).is_err());
+        assert!(fs.create(Path::new("/nodir/file")).is_err());
+        assert!(fs.remove(Path::new("/nope")).is_err());
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        write(&fs, Path::new("/d/f"), b"abc", false);
+        let file = fs.open(Path::new("/d/f")).unwrap();
+        let mut buf = [0; 4];
+        assert!(file.read_exact_at(&mut buf, 0).is_err());
+        assert!(file.read_exact_at(&mut buf[..2], 1).is_ok());
+        assert_eq!(&buf[..2], b"bc");
+    }
+}

@@ -1,0 +1,73 @@
+//! The file layer: every byte `siftdb` reads or writes goes through a
+//! [`FileSystem`], so tests can swap in one that loses what was not synced
+//! ([`FaultInjectionFs`]) and check what survives a simulated power cut.
+//!
+//! The contract mirrors POSIX: data appended to a file is durable once
+//! [`WritableFile::sync`] returns; a created, renamed or removed *name* is
+//! durable once [`FileSystem::sync_dir`] on its directory returns.
+
+mod fault;
+mod std_fs;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use fault::FaultInjectionFs;
+pub use std_fs::StdFs;
+
+/// A directory tree the database lives in.
+pub trait FileSystem: Send + Sync + Debug + 'static {
+    /// Creates `dir` and its missing parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Creates `path` empty (truncating an existing file) for appending.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Deletes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Cuts a file to `len` bytes and makes the new length durable.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// Names of the entries of `dir` (file names only, any order).
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Makes the creations, renames and removals in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes the exclusive lock on `path` (creating it), held until the
+    /// returned guard is dropped. `Ok(None)` when another holder has it.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
+}
+
+/// A file being written from start to end.
+pub trait WritableFile: Send + Debug {
+    /// Appends `data` (possibly buffered in the process).
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Hands buffered data to the operating system: it survives a crash of
+    /// the process, not of the machine.
+    fn flush(&mut self) -> io::Result<()>;
+    /// Flushes, then makes everything appended so far durable.
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait ReadableFile: Send + Sync + Debug {
+    /// Fills `buf` from `offset`; an error if the file ends first.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// The file's length in bytes.
+    fn size(&self) -> io::Result<u64>;
+}
+
+/// Holds a lock until dropped.
+pub trait LockGuard: Send + Sync + Debug {}
+
+/// Reads a whole file into memory.
+pub(crate) fn read_all(fs: &dyn FileSystem, path: &Path) -> io::Result<Vec<u8>> {
+    let file = fs.open(path)?;
+    let len =
+        usize::try_from(file.size()?).map_err(|_| io::Error::other("file larger than memory"))?;
+    let mut buf = vec![0; len];
+    file.read_exact_at(&mut buf, 0)?;
+    Ok(buf)
+}
