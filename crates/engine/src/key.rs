@@ -89,6 +89,16 @@ impl PartialOrd for InternalKey {
     }
 }
 
+/// One version of a key with its value (empty for a tombstone): what the
+/// memtable, table and merging iterators yield.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Which key, which version.
+    pub key: InternalKey,
+    /// The value; empty when `key.kind` is [`ValueKind::Delete`].
+    pub value: Vec<u8>,
+}
+
 /// Appends `user_key ++ (seq << 8 | kind)` (little-endian) to `out`.
 pub(crate) fn encode_internal_key(out: &mut Vec<u8>, user_key: &[u8], seq: SeqNo, kind: ValueKind) {
     out.extend_from_slice(user_key);
