@@ -14,6 +14,7 @@ mod encoding;
 mod error;
 pub mod fs;
 mod key;
+mod memtable;
 mod options;
 
 pub use error::{Error, Result};

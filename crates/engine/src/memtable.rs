@@ -1,0 +1,235 @@
+//! The in-memory table every write lands in first: a lock-free skip list
+//! (crossbeam-skiplist) of internal keys, so readers never block writers.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_skiplist::SkipMap;
+
+use crate::error::Result;
+use crate::key::{Entry, InternalKey, SeqNo, ValueKind};
+
+/// Per-entry bookkeeping charged on top of key and value bytes: the skip
+/// list node (tower pointers, refcount) and the two `Vec` headers, about 80
+/// bytes on 64-bit targets. Keeps small-entry memtables from growing far
+/// past their budget.
+const ENTRY_OVERHEAD_BYTES: usize = 80;
+
+/// A memtable and the WAL file that holds its writes.
+#[derive(Debug)]
+pub(crate) struct Memtable {
+    map: SkipMap<InternalKey, Vec<u8>>,
+    approximate_bytes: AtomicUsize,
+    max_seq: AtomicU64,
+    wal_number: u64,
+}
+
+impl Memtable {
+    /// An empty memtable whose writes are logged in WAL file `wal_number`.
+    pub(crate) fn new(wal_number: u64) -> Self {
+        Self {
+            map: SkipMap::new(),
+            approximate_bytes: AtomicUsize::new(0),
+            max_seq: AtomicU64::new(0),
+            wal_number,
+        }
+    }
+
+    /// The WAL file holding this memtable's writes.
+    pub(crate) fn wal_number(&self) -> u64 {
+        self.wal_number
+    }
+
+    /// Adds one version. Callers give every version a distinct sequence
+    /// number, so nothing is overwritten.
+    pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        let bytes = user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
+        self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.max_seq.fetch_max(seq, Ordering::Relaxed);
+        self.map.insert(InternalKey::new(user_key, seq, kind), value.to_vec());
+    }
+
+    /// The newest version of `user_key` with sequence number `<= seq`
+    /// (tombstones included), if this memtable has one.
+    pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Entry> {
+        let search = InternalKey::new(user_key, seq, ValueKind::MAX);
+        let found = self.map.lower_bound(Bound::Included(&search))?;
+        (found.key().user_key == user_key).then(|| Entry {
+            key: found.key().clone(),
+            value: found.value().clone(),
+        })
+    }
+
+    /// Memory charged to this memtable, in bytes.
+    pub(crate) fn approximate_bytes(&self) -> usize {
+        self.approximate_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of versions held.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when nothing was written.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Largest sequence number written (0 when empty).
+    pub(crate) fn max_seq(&self) -> SeqNo {
+        self.max_seq.load(Ordering::Relaxed)
+    }
+
+    /// Every version whose user key lies within `bounds`, in internal-key
+    /// order, from both ends.
+    pub(crate) fn iter(self: &Arc<Self>, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> MemtableIter {
+        // The first version of the lower user key sorts before every other
+        // version of it; the last version of the upper key after every other.
+        let front = match bounds.0 {
+            Bound::Included(key) => Bound::Included(InternalKey::new(key, SeqNo::MAX, ValueKind::MAX)),
+            Bound::Excluded(key) => Bound::Excluded(InternalKey::new(key, 0, ValueKind::Delete)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let back = match bounds.1 {
+            Bound::Included(key) => Bound::Included(InternalKey::new(key, 0, ValueKind::Delete)),
+            Bound::Excluded(key) => Bound::Excluded(InternalKey::new(key, SeqNo::MAX, ValueKind::MAX)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        MemtableIter {
+            table: Arc::clone(self),
+            front,
+            back,
+        }
+    }
+}
+
+/// A cursor over a memtable that owns it (through `Arc`), so it can outlive
+/// the borrow a skip-list range would need. Each step is one skip-list seek
+/// from the last key yielded at that end.
+#[derive(Debug)]
+pub(crate) struct MemtableIter {
+    table: Arc<Memtable>,
+    /// Everything before this bound has been yielded (or is out of range).
+    front: Bound<InternalKey>,
+    /// Everything after this bound has been yielded (or is out of range).
+    back: Bound<InternalKey>,
+}
+
+impl MemtableIter {
+    fn within_back(&self, key: &InternalKey) -> bool {
+        match &self.back {
+            Bound::Included(back) => key <= back,
+            Bound::Excluded(back) => key < back,
+            Bound::Unbounded => true,
+        }
+    }
+
+    fn within_front(&self, key: &InternalKey) -> bool {
+        match &self.front {
+            Bound::Included(front) => key >= front,
+            Bound::Excluded(front) => key > front,
+            Bound::Unbounded => true,
+        }
+    }
+}
+
+impl Iterator for MemtableIter {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let found = self.table.map.lower_bound(self.front.as_ref())?;
+        if !self.within_back(found.key()) {
+            return None;
+        }
+        let entry = Entry {
+            key: found.key().clone(),
+            value: found.value().clone(),
+        };
+        self.front = Bound::Excluded(entry.key.clone());
+        Some(Ok(entry))
+    }
+}
+
+impl DoubleEndedIterator for MemtableIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let found = self.table.map.upper_bound(self.back.as_ref())?;
+        if !self.within_front(found.key()) {
+            return None;
+        }
+        let entry = Entry {
+            key: found.key().clone(),
+            value: found.value().clone(),
+        };
+        self.back = Bound::Excluded(entry.key.clone());
+        Some(Ok(entry))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled() -> Arc<Memtable> {
+        let table = Arc::new(Memtable::new(1));
+        table.insert(b"a", 1, ValueKind::Value, b"a1");
+        table.insert(b"b", 2, ValueKind::Value, b"b2");
+        table.insert(b"b", 5, ValueKind::Delete, b"");
+        table.insert(b"b", 7, ValueKind::Value, b"b7");
+        table.insert(b"c", 3, ValueKind::Value, b"c3");
+        table
+    }
+
+    fn keys(entries: impl Iterator<Item = Result<Entry>>) -> Vec<(Vec<u8>, SeqNo)> {
+        entries.map(|e| e.unwrap()).map(|e| (e.key.user_key, e.key.seq)).collect()
+    }
+
+    #[test]
+    fn get_sees_the_newest_version_at_or_below_the_snapshot() {
+        let table = filled();
+        assert_eq!(table.get(b"b", 100).unwrap().value, b"b7");
+        assert_eq!(table.get(b"b", 6).unwrap().key.kind, ValueKind::Delete);
+        assert_eq!(table.get(b"b", 4).unwrap().value, b"b2");
+        assert_eq!(table.get(b"b", 1), None);
+        assert_eq!(table.get(b"bb", 100), None);
+        assert_eq!(table.max_seq(), 7);
+        assert_eq!(table.len(), 5);
+    }
+
+    #[test]
+    fn iterates_every_version_in_order_from_both_ends_within_bounds() {
+        let table = filled();
+        let all = keys(table.iter((Bound::Unbounded, Bound::Unbounded)));
+        let expected: Vec<(Vec<u8>, SeqNo)> = vec![
+            (b"a".to_vec(), 1),
+            (b"b".to_vec(), 7),
+            (b"b".to_vec(), 5),
+            (b"b".to_vec(), 2),
+            (b"c".to_vec(), 3),
+        ];
+        assert_eq!(all, expected);
+        let reversed = keys(table.iter((Bound::Unbounded, Bound::Unbounded)).rev());
+        assert_eq!(reversed, expected.iter().rev().cloned().collect::<Vec<_>>());
+        let inner = keys(table.iter((Bound::Excluded(b"a".to_vec()), Bound::Included(b"b".to_vec()))));
+        assert_eq!(inner, expected[1..4].to_vec());
+        let excluded = keys(table.iter((Bound::Included(b"b".to_vec()), Bound::Excluded(b"c".to_vec()))).rev());
+        assert_eq!(excluded, expected[1..4].iter().rev().cloned().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn interleaved_ends_meet_without_repeating() {
+        let table = filled();
+        let mut iter = table.iter((Bound::Unbounded, Bound::Unbounded));
+        let mut seen = Vec::new();
+        for step in 0.. {
+            let item = if step % 2 == 0 { iter.next() } else { iter.next_back() };
+            match item {
+                Some(entry) => seen.push(entry.unwrap().key.seq),
+                None => break,
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, vec![1, 2, 3, 5, 7]);
+        assert!(iter.next().is_none() && iter.next_back().is_none());
+    }
+}
