@@ -47,7 +47,8 @@ impl Memtable {
         let bytes = user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
         self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
-        self.map.insert(InternalKey::new(user_key, seq, kind), value.to_vec());
+        self.map
+            .insert(InternalKey::new(user_key, seq, kind), value.to_vec());
     }
 
     /// The newest version of `user_key` with sequence number `<= seq`
@@ -87,13 +88,17 @@ impl Memtable {
         // The first version of the lower user key sorts before every other
         // version of it; the last version of the upper key after every other.
         let front = match bounds.0 {
-            Bound::Included(key) => Bound::Included(InternalKey::new(key, SeqNo::MAX, ValueKind::MAX)),
+            Bound::Included(key) => {
+                Bound::Included(InternalKey::new(key, SeqNo::MAX, ValueKind::MAX))
+            }
             Bound::Excluded(key) => Bound::Excluded(InternalKey::new(key, 0, ValueKind::Delete)),
             Bound::Unbounded => Bound::Unbounded,
         };
         let back = match bounds.1 {
             Bound::Included(key) => Bound::Included(InternalKey::new(key, 0, ValueKind::Delete)),
-            Bound::Excluded(key) => Bound::Excluded(InternalKey::new(key, SeqNo::MAX, ValueKind::MAX)),
+            Bound::Excluded(key) => {
+                Bound::Excluded(InternalKey::new(key, SeqNo::MAX, ValueKind::MAX))
+            }
             Bound::Unbounded => Bound::Unbounded,
         };
         MemtableIter {
@@ -181,7 +186,10 @@ mod tests {
     }
 
     fn keys(entries: impl Iterator<Item = Result<Entry>>) -> Vec<(Vec<u8>, SeqNo)> {
-        entries.map(|e| e.unwrap()).map(|e| (e.key.user_key, e.key.seq)).collect()
+        entries
+            .map(|e| e.unwrap())
+            .map(|e| (e.key.user_key, e.key.seq))
+            .collect()
     }
 
     #[test]
@@ -210,10 +218,23 @@ mod tests {
         assert_eq!(all, expected);
         let reversed = keys(table.iter((Bound::Unbounded, Bound::Unbounded)).rev());
         assert_eq!(reversed, expected.iter().rev().cloned().collect::<Vec<_>>());
-        let inner = keys(table.iter((Bound::Excluded(b"a".to_vec()), Bound::Included(b"b".to_vec()))));
+        let inner = keys(table.iter((
+            Bound::Excluded(b"a".to_vec()),
+            Bound::Included(b"b".to_vec()),
+        )));
         assert_eq!(inner, expected[1..4].to_vec());
-        let excluded = keys(table.iter((Bound::Included(b"b".to_vec()), Bound::Excluded(b"c".to_vec()))).rev());
-        assert_eq!(excluded, expected[1..4].iter().rev().cloned().collect::<Vec<_>>());
+        let excluded = keys(
+            table
+                .iter((
+                    Bound::Included(b"b".to_vec()),
+                    Bound::Excluded(b"c".to_vec()),
+                ))
+                .rev(),
+        );
+        assert_eq!(
+            excluded,
+            expected[1..4].iter().rev().cloned().collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -222,7 +243,11 @@ mod tests {
         let mut iter = table.iter((Bound::Unbounded, Bound::Unbounded));
         let mut seen = Vec::new();
         for step in 0.. {
-            let item = if step % 2 == 0 { iter.next() } else { iter.next_back() };
+            let item = if step % 2 == 0 {
+                iter.next()
+            } else {
+                iter.next_back()
+            };
             match item {
                 Some(entry) => seen.push(entry.unwrap().key.seq),
                 None => break,
