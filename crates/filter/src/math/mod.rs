@@ -23,6 +23,13 @@
 //! `E[(X/B)^k]` over the binomial load of a block and the occupancy
 //! (balls-into-bins) distribution of its set-bit count `X`;
 //! [`blocked_bloom_fpr_std_dev`] is one filter's spread around it.
+//!
+//! Across the levels of an LSM tree, [`monkey_bits_per_key`] spends a memory
+//! budget where it removes the most expected reads (Monkey, SIGMOD 2017).
+
+mod monkey;
+
+pub use monkey::monkey_bits_per_key;
 
 use std::f64::consts::LN_2;
 
