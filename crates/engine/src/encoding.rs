@@ -15,6 +15,14 @@ pub(crate) fn checksum(bytes: &[u8]) -> u32 {
     xxhash_rust::xxh3::xxh3_64(bytes) as u32
 }
 
+/// Whether `bytes` carry the checksum `expected`. Fuzz builds
+/// (`cfg(fuzzing)`, set by cargo-fuzz) accept any checksum, so that random
+/// inputs reach the decoders behind it instead of stopping here.
+#[must_use]
+pub(crate) fn checksum_matches(bytes: &[u8], expected: u32) -> bool {
+    cfg!(fuzzing) || checksum(bytes) == expected
+}
+
 /// Appends `value` as an unsigned LEB128 varint (at most 10 bytes).
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {

@@ -3,22 +3,49 @@
 //! An embedded LSM-tree key-value store whose reason to exist is its filter
 //! layer: a cache-line blocked Bloom or Ribbon filter in front of every
 //! table, one hash per lookup shared by every filter it meets, and filter
-//! memory spent per level where it saves the most reads.
+//! memory spent per level where it saves the most reads (Monkey).
+//!
+//! ```no_run
+//! use siftdb::{Db, WriteBatch};
+//! # fn main() -> siftdb::Result<()> {
+//! let db = Db::builder("/tmp/sift-doc").open()?;
+//! db.insert("fruit:apple", "red")?;
+//! let mut batch = WriteBatch::new();
+//! batch.insert("fruit:banana", "yellow");
+//! batch.remove("fruit:apple");
+//! db.write(&batch)?;
+//! let snapshot = db.snapshot();
+//! for item in snapshot.prefix("fruit:").rev() {
+//!     let (key, value) = item?;
+//!     println!("{} = {}", String::from_utf8_lossy(&key), String::from_utf8_lossy(&value));
+//! }
+//! println!("{:?}", db.stats().levels);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Writes go to a write-ahead log and a memtable; full memtables are
+//! flushed to level-0 tables and merged down by compaction on background
+//! threads. See `docs/format.md` for every byte on disk.
 
-#![allow(
-    dead_code,
-    reason = "skeleton: internal modules are wired into `Db` as they land"
-)]
-
+mod batch;
+mod compaction;
+mod db;
 mod encoding;
 mod error;
 pub mod fs;
+mod iter;
 mod key;
+mod log;
+mod manifest;
 mod memtable;
 mod options;
+mod sstable;
+mod version;
 
+pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
+pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use key::SeqNo;
-pub use options::{
-    BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions,
-};
+pub use options::{BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions};
+pub use sstable::{TableFile, TableSummary};

@@ -24,6 +24,12 @@ impl<T: Clone> PerLevel<T> {
         }
     }
 
+    /// The values as given: L0 first, the last one for every deeper level.
+    #[must_use]
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
     /// The value for `level`.
     #[must_use]
     pub fn get(&self, level: usize) -> &T {

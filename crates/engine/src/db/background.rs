@@ -1,0 +1,116 @@
+//! The flush and compaction threads, waiting for them, and shutdown.
+
+use std::sync::{Arc, PoisonError};
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+
+use super::{Inner, lock};
+
+/// Which background job a thread runs.
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    /// Frozen memtables -> level-0 tables.
+    Flush,
+    /// Whatever the planner picks.
+    Compact,
+}
+
+impl Job {
+    /// Runs one unit of work; `false` when there was nothing to do.
+    fn step(self, inner: &Inner) -> Result<bool> {
+        match self {
+            Self::Flush => inner.flush_oldest(),
+            Self::Compact => inner.compact_once(),
+        }
+    }
+}
+
+/// Starts the flush and compaction threads.
+pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
+    [(Job::Flush, "sift-flush"), (Job::Compact, "sift-compact")]
+        .into_iter()
+        .map(|(job, name)| {
+            let inner = Arc::clone(inner);
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || run(&inner, job))
+                .map_err(|e| Error::io(&inner_path(name), e))
+        })
+        .collect()
+}
+
+fn inner_path(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("<thread {name}>"))
+}
+
+/// A background thread: work while there is work, sleep on `changed`
+/// otherwise, stop at shutdown or after a failure (which `fail` records so
+/// writers see it).
+fn run(inner: &Inner, job: Job) {
+    loop {
+        let seen = {
+            let state = lock(&inner.state);
+            if state.shutting_down || state.background_error.is_some() {
+                return;
+            }
+            inner.generation()
+        };
+        match job.step(inner) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(err) => {
+                if !lock(&inner.state).shutting_down {
+                    inner.fail(&err);
+                }
+                return;
+            }
+        }
+        // Sleep until something changes. Installs happen under `state` and
+        // bump the generation first, so no change slips between the check
+        // and the wait.
+        let mut state = lock(&inner.state);
+        while inner.generation() == seen && !state.shutting_down && state.background_error.is_none() {
+            state = inner.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl Inner {
+    /// Blocks until nothing is frozen and the planner finds nothing to do.
+    pub(crate) fn wait_until_idle(&self) -> Result<()> {
+        if !self.options.background_threads {
+            while self.flush_oldest()? {}
+            while self.compact_once()? {}
+            return Ok(());
+        }
+        loop {
+            let mut state = lock(&self.state);
+            Self::check_background_error(&state)?;
+            while !self.current().immutables.is_empty() || state.compacting {
+                state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+                Self::check_background_error(&state)?;
+            }
+            drop(state);
+            // Idle threads may still have work the planner would pick (they
+            // start on the next change): run it here to be sure.
+            if !self.compact_once()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Stops the background threads, then syncs the WAL so a clean shutdown
+    /// loses nothing.
+    pub(crate) fn shut_down(&self, threads: &mut Vec<JoinHandle<()>>) {
+        lock(&self.state).shutting_down = true;
+        self.changed.notify_all();
+        for thread in threads.drain(..) {
+            // A panicked background thread has nothing left to clean up.
+            let _ = thread.join();
+        }
+        // Nothing to report an error to from `drop`; unsynced writes were
+        // acknowledged as such.
+        let _ = lock(&self.writer).wal.sync();
+    }
+}

@@ -1,0 +1,193 @@
+//! [`DbBuilder`]: where a database is and how it is tuned.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, StdFs};
+use crate::options::{CompactionStyle, Compression, FilterPolicy};
+
+use super::Db;
+
+/// Every setting of an open database (the builder's result).
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub path: PathBuf,
+    pub fs: Arc<dyn FileSystem>,
+    pub memtable_bytes: usize,
+    pub max_immutable_memtables: usize,
+    pub table_target_bytes: u64,
+    pub block_bytes: usize,
+    pub restart_interval: usize,
+    pub block_cache_bytes: u64,
+    pub compression: Compression,
+    pub compaction: CompactionStyle,
+    pub filter_policy: FilterPolicy,
+    pub l0_slowdown_runs: usize,
+    pub l0_stop_runs: usize,
+    pub sync_writes: bool,
+    pub background_threads: bool,
+}
+
+/// Configures and opens a [`Db`]. Every setting has a default chosen for a
+/// general-purpose store; see each method.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct DbBuilder {
+    options: Options,
+}
+
+impl DbBuilder {
+    pub(crate) fn new(path: PathBuf) -> Self {
+        Self {
+            options: Options {
+                path,
+                fs: Arc::new(StdFs),
+                memtable_bytes: 32 << 20,
+                max_immutable_memtables: 2,
+                table_target_bytes: 64 << 20,
+                block_bytes: 4096,
+                restart_interval: 16,
+                block_cache_bytes: 64 << 20,
+                compression: Compression::None,
+                compaction: CompactionStyle::default(),
+                filter_policy: FilterPolicy::default(),
+                l0_slowdown_runs: 8,
+                l0_stop_runs: 12,
+                sync_writes: false,
+                background_threads: true,
+            },
+        }
+    }
+
+    /// Size at which the memtable is frozen and flushed to a table
+    /// (default 32 MiB). Memory use is bounded by about
+    /// `(1 + max_immutable_memtables) * memtable_bytes`.
+    pub fn memtable_bytes(mut self, bytes: usize) -> Self {
+        self.options.memtable_bytes = bytes;
+        self
+    }
+
+    /// Frozen memtables allowed to wait for their flush before writes stop
+    /// (default 2).
+    pub fn max_immutable_memtables(mut self, count: usize) -> Self {
+        self.options.max_immutable_memtables = count;
+        self
+    }
+
+    /// Size at which compaction cuts its output into a new table
+    /// (default 64 MiB, as fjall).
+    pub fn table_target_bytes(mut self, bytes: u64) -> Self {
+        self.options.table_target_bytes = bytes;
+        self
+    }
+
+    /// Uncompressed size of a data block (default 4 KiB, one page).
+    pub fn block_bytes(mut self, bytes: usize) -> Self {
+        self.options.block_bytes = bytes;
+        self
+    }
+
+    /// Capacity of the cache of data blocks (default 64 MiB). Filters and
+    /// indexes are pinned outside it.
+    pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
+        self.options.block_cache_bytes = bytes;
+        self
+    }
+
+    /// Block compression (default none).
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.options.compression = compression;
+        self
+    }
+
+    /// Leveled (default) or tiered compaction. Fixed when the database is
+    /// created: opening it later with the other style is an error.
+    pub fn compaction_style(mut self, style: CompactionStyle) -> Self {
+        self.options.compaction = style;
+        self
+    }
+
+    /// Which key filters tables get (default: Monkey allocation of 10
+    /// bits/key on average, Ribbon from level 2).
+    pub fn filter_policy(mut self, policy: FilterPolicy) -> Self {
+        self.options.filter_policy = policy;
+        self
+    }
+
+    /// Level-0 runs at which each write is delayed by 1 ms (default 8), and
+    /// at which writes wait for compaction (default 12): how memory and read
+    /// cost stay bounded when compaction falls behind.
+    pub fn l0_stall_runs(mut self, slowdown: usize, stop: usize) -> Self {
+        self.options.l0_slowdown_runs = slowdown;
+        self.options.l0_stop_runs = stop;
+        self
+    }
+
+    /// Whether writes without an explicit [`WriteOptions`](crate::WriteOptions)
+    /// sync the WAL before returning (default `false`: a write survives a
+    /// process crash at once, a power cut after the next sync or
+    /// [`Db::persist`]).
+    pub fn sync_writes(mut self, sync: bool) -> Self {
+        self.options.sync_writes = sync;
+        self
+    }
+
+    /// The file layer (default: the operating system's). Tests pass a
+    /// [`FaultInjectionFs`](crate::fs::FaultInjectionFs) to simulate power cuts.
+    pub fn file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.options.fs = fs;
+        self
+    }
+
+    /// Whether flushes and compactions run on background threads (default
+    /// `true`). With `false` they run only when asked ([`Db::flush`],
+    /// [`Db::compact`]) or when a write would otherwise stall: deterministic
+    /// behaviour for tests.
+    pub fn background_threads(mut self, enabled: bool) -> Self {
+        self.options.background_threads = enabled;
+        self
+    }
+
+    /// Opens the database, creating it if the directory holds none.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for settings out of range,
+    /// [`Error::Locked`] if another handle has it open, [`Error::Io`] and
+    /// [`Error::Corruption`] for what recovery finds.
+    pub fn open(self) -> Result<Db> {
+        self.validate()?;
+        Db::open_with(self.options)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let o = &self.options;
+        let check = |ok: bool, what: &str| if ok { Ok(()) } else { Err(Error::InvalidArgument(what.to_owned())) };
+        check(o.memtable_bytes >= 4096, "memtable_bytes must be at least 4096")?;
+        check(o.max_immutable_memtables >= 1, "max_immutable_memtables must be at least 1")?;
+        check(o.table_target_bytes >= 4096, "table_target_bytes must be at least 4096")?;
+        check((256..=(16 << 20)).contains(&o.block_bytes), "block_bytes must be within 256 B ..= 16 MiB")?;
+        check(o.l0_slowdown_runs >= 1 && o.l0_stop_runs > o.l0_slowdown_runs, "l0 stall runs: need 1 <= slowdown < stop")?;
+        match o.compaction {
+            CompactionStyle::Leveled { l0_trigger, size_ratio, l1_bytes } => {
+                check(l0_trigger >= 1 && l0_trigger < o.l0_stop_runs, "l0_trigger must be within 1 .. l0 stop runs")?;
+                check(size_ratio >= 2, "size_ratio must be at least 2")?;
+                check(l1_bytes >= 4096, "l1_bytes must be at least 4096")?;
+            }
+            CompactionStyle::Tiered { runs_per_level } => {
+                check(runs_per_level >= 2, "runs_per_level must be at least 2")?;
+            }
+        }
+        let policy = &o.filter_policy;
+        let bits_ok = |b: f64| b.is_finite() && (0.0..=64.0).contains(&b);
+        match &policy.bits_per_key {
+            crate::BitsPerKey::PerLevel(per_level) => {
+                check(per_level.values().iter().all(|&b| bits_ok(b)), "bits per key must be within 0 ..= 64")?;
+            }
+            crate::BitsPerKey::Monkey { average } => {
+                check(bits_ok(*average), "Monkey average bits per key must be within 0 ..= 64")?;
+            }
+        }
+        check(policy.partition_keys >= 1, "partition_keys must be at least 1")
+    }
+}

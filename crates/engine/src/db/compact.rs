@@ -1,0 +1,210 @@
+//! Running the compactions the planner chooses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::compaction::{CompactionTask, plan, plan_full};
+use crate::error::Result;
+use crate::iter::{BoxedSource, MergeIter};
+use crate::key::{Entry, SeqNo, ValueKind};
+use crate::manifest::VersionEdit;
+use crate::version::{LiveTable, Version};
+
+use super::stats::{add, bump};
+use super::{Inner, SuperVersion, lock};
+
+impl Inner {
+    /// Runs the compaction the planner picks next, if any; `false` when
+    /// there is nothing to do.
+    pub(crate) fn compact_once(&self) -> Result<bool> {
+        let _one_at_a_time = lock(&self.compaction_lock);
+        let version = Arc::clone(&self.current().version);
+        let task = plan(&version.shape(), &self.options.compaction, &BTreeSet::new(), self.options.table_target_bytes);
+        match task {
+            Some(task) => self.run(&version, &task).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Flushes, then compacts every table overlapping `range` (all tables
+    /// when `None`) into the last level.
+    pub(crate) fn compact_range(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
+        self.flush_all()?;
+        let _one_at_a_time = lock(&self.compaction_lock);
+        // Each step plans against the version the previous step produced.
+        loop {
+            let version = Arc::clone(&self.current().version);
+            let tasks = plan_full(&version.shape(), &self.options.compaction, self.options.table_target_bytes, range);
+            let Some(task) = tasks.into_iter().next() else { return Ok(()) };
+            self.run(&version, &task)?;
+        }
+    }
+
+    /// Merges the task's input tables into new tables of its output level
+    /// and installs the result.
+    fn run(&self, version: &Version, task: &CompactionTask) -> Result<()> {
+        {
+            let mut state = lock(&self.state);
+            Self::check_background_error(&state)?;
+            state.compacting = true;
+        }
+        let result = self.merge(version, task);
+        let mut state = lock(&self.state);
+        state.compacting = false;
+        self.changed.notify_all();
+        drop(state);
+        result
+    }
+
+    fn merge(&self, version: &Version, task: &CompactionTask) -> Result<()> {
+        let inputs = inputs_of(version, task);
+        // Newest first: levels top-down, runs within a level newest first.
+        let sources: Vec<BoxedSource<'static>> = inputs
+            .iter()
+            .map(|t| {
+                let iter = t.table.iter(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+                Box::new(iter) as BoxedSource<'static>
+            })
+            .collect();
+        let oldest_snapshot = self.oldest_snapshot();
+        let entries = GarbageFilter::new(MergeIter::new(sources), oldest_snapshot, task.bottommost);
+        let outputs = self.write_tables(
+            entries,
+            task.output_level,
+            task.output_run,
+            None,
+            version,
+            task.target_table_bytes,
+            true,
+        )?;
+        let written: u64 = outputs.metas.iter().map(|m| m.file_size).sum();
+        let mut state = lock(&self.state);
+        let edit = VersionEdit {
+            removed: inputs.iter().map(|t| (t.meta.level, t.meta.id)).collect(),
+            added: outputs.metas,
+            ..VersionEdit::default()
+        };
+        let next = self.log_and_apply(&mut state, edit, &outputs.opened)?;
+        let now = self.current();
+        self.install(SuperVersion {
+            active: Arc::clone(&now.active),
+            immutables: now.immutables.clone(),
+            version: next,
+        });
+        drop(state);
+        for table in &inputs {
+            table.mark_obsolete();
+        }
+        bump(&self.counters.compactions);
+        add(&self.counters.compaction_bytes_written, written);
+        Ok(())
+    }
+}
+
+/// The task's input tables, newest first.
+fn inputs_of(version: &Version, task: &CompactionTask) -> Vec<Arc<LiveTable>> {
+    let wanted: BTreeMap<usize, BTreeSet<u64>> = task
+        .inputs
+        .iter()
+        .map(|(level, ids)| (*level, ids.iter().copied().collect()))
+        .collect();
+    let mut inputs = Vec::new();
+    for (level, ids) in &wanted {
+        if let Some(level) = version.levels.get(*level) {
+            inputs.extend(level.tables().filter(|t| ids.contains(&t.meta.id)).cloned());
+        }
+    }
+    inputs
+}
+
+/// Drops what no reader can see any more from a merged stream: versions
+/// shadowed by a newer version at or below the oldest snapshot, and, when
+/// nothing older lies below the output, tombstones no snapshot needs.
+struct GarbageFilter<I> {
+    inner: I,
+    oldest_snapshot: SeqNo,
+    bottommost: bool,
+    /// User key of the previous entry and the sequence number of the
+    /// previous version of it (`SeqNo::MAX` before the first version).
+    previous: Option<(Vec<u8>, SeqNo)>,
+}
+
+impl<I> GarbageFilter<I> {
+    fn new(inner: I, oldest_snapshot: SeqNo, bottommost: bool) -> Self {
+        Self {
+            inner,
+            oldest_snapshot,
+            bottommost,
+            previous: None,
+        }
+    }
+}
+
+impl<I: Iterator<Item = Result<Entry>>> Iterator for GarbageFilter<I> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let entry = match self.inner.next()? {
+                Ok(entry) => entry,
+                Err(err) => return Some(Err(err)),
+            };
+            let newer_seq = match &self.previous {
+                Some((key, seq)) if *key == entry.key.user_key => *seq,
+                _ => SeqNo::MAX,
+            };
+            self.previous = Some((entry.key.user_key.clone(), entry.key.seq));
+            // A newer version every snapshot sees hides this one.
+            if newer_seq <= self.oldest_snapshot {
+                continue;
+            }
+            // The newest version every snapshot sees is a tombstone and no
+            // older version can lie below: nothing is left to hide.
+            if self.bottommost && entry.key.kind == ValueKind::Delete && entry.key.seq <= self.oldest_snapshot {
+                continue;
+            }
+            return Some(Ok(entry));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::InternalKey;
+
+    fn entry(key: &str, seq: SeqNo, kind: ValueKind) -> Result<Entry> {
+        Ok(Entry { key: InternalKey::new(key.as_bytes(), seq, kind), value: Vec::new() })
+    }
+
+    fn kept(entries: Vec<Result<Entry>>, oldest_snapshot: SeqNo, bottommost: bool) -> Vec<(String, SeqNo)> {
+        GarbageFilter::new(entries.into_iter(), oldest_snapshot, bottommost)
+            .map(|e| e.unwrap())
+            .map(|e| (String::from_utf8(e.key.user_key).unwrap(), e.key.seq))
+            .collect()
+    }
+
+    #[test]
+    fn shadowed_versions_go_unless_a_snapshot_sees_them() {
+        let input = || {
+            vec![
+                entry("a", 9, ValueKind::Value),
+                entry("a", 6, ValueKind::Value),
+                entry("a", 3, ValueKind::Value),
+                entry("b", 2, ValueKind::Value),
+            ]
+        };
+        assert_eq!(kept(input(), 100, false), [("a".into(), 9), ("b".into(), 2)]);
+        // A snapshot at 7 sees a@6: a@3 is hidden from it and from everyone.
+        assert_eq!(kept(input(), 7, false), [("a".into(), 9), ("a".into(), 6), ("b".into(), 2)]);
+        assert_eq!(kept(input(), 4, false).len(), 4);
+    }
+
+    #[test]
+    fn tombstones_go_only_at_the_bottom_and_when_every_snapshot_sees_them() {
+        let input = || vec![entry("a", 5, ValueKind::Delete), entry("a", 2, ValueKind::Value)];
+        assert_eq!(kept(input(), 100, true), Vec::<(String, SeqNo)>::new());
+        assert_eq!(kept(input(), 100, false), [("a".into(), 5)]);
+        assert_eq!(kept(input(), 3, true), [("a".into(), 5), ("a".into(), 2)]);
+    }
+}

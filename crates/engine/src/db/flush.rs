@@ -1,0 +1,264 @@
+//! Writing tables (flush and compaction share it) and installing the
+//! version edits that add them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sift_filter::KeyHash;
+
+use crate::compaction::OutputRun;
+use crate::error::{Error, Result};
+use crate::key::Entry;
+use crate::manifest::{Manifest, TableMeta, VersionEdit, filenames};
+use crate::options::BitsPerKey;
+use crate::sstable::{FilterChoice, FilterKindChoice, Table, TableBuilder, TableOptions};
+use crate::version::{LiveTable, Version};
+
+use super::stats::bump;
+use super::{Inner, State, SuperVersion, lock};
+
+/// A manifest that grows past this is rewritten as one snapshot edit, so
+/// reopening never replays an unbounded history.
+const MANIFEST_ROLL_BYTES: u64 = 4 << 20;
+
+/// Tables written by one flush or compaction, not yet in any version.
+pub(crate) struct Outputs {
+    pub metas: Vec<TableMeta>,
+    pub opened: BTreeMap<u64, Arc<LiveTable>>,
+}
+
+impl Inner {
+    /// Flushes the oldest frozen memtable to a level-0 table. `false` when
+    /// there was none.
+    pub(crate) fn flush_oldest(&self) -> Result<bool> {
+        let _one_at_a_time = lock(&self.flush_lock);
+        let current = self.current();
+        let Some(memtable) = current.immutables.last().cloned() else {
+            return Ok(false);
+        };
+        let entries = memtable.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
+        let id = self.new_file_number();
+        let outputs = self.write_tables(entries, 0, OutputRun::New, Some(id), &current.version, u64::MAX, false)?;
+        let mut state = lock(&self.state);
+        let now = self.current();
+        // The WAL of the next memtable to flush is the oldest still needed.
+        let remaining: Vec<_> = now.immutables.iter().filter(|m| !Arc::ptr_eq(m, &memtable)).cloned().collect();
+        let log_number = remaining.last().unwrap_or(&now.active).wal_number();
+        let edit = VersionEdit {
+            log_number: Some(log_number),
+            last_seq: Some(memtable.max_seq()),
+            added: outputs.metas,
+            ..VersionEdit::default()
+        };
+        let version = self.log_and_apply(&mut state, edit, &outputs.opened)?;
+        self.install(SuperVersion {
+            active: Arc::clone(&now.active),
+            immutables: remaining,
+            version,
+        });
+        let obsolete_wals = state.log_number..log_number;
+        state.log_number = log_number;
+        drop(state);
+        for number in obsolete_wals {
+            // WAL numbers share the file-number space with tables: most of
+            // this range names no WAL. A leftover is removed at next open.
+            let _ = self.options.fs.remove(&self.file(&filenames::wal(number)));
+        }
+        bump(&self.counters.flushes);
+        Ok(true)
+    }
+
+    /// Freezes the active memtable if it holds anything, then flushes every
+    /// frozen memtable.
+    pub(crate) fn flush_all(&self) -> Result<()> {
+        {
+            let mut writer = lock(&self.writer);
+            Self::check_background_error(&lock(&self.state))?;
+            if !self.current().active.is_empty() {
+                self.rotate(&mut writer)?;
+            }
+        }
+        if self.options.background_threads {
+            let mut state = lock(&self.state);
+            while !self.current().immutables.is_empty() {
+                Self::check_background_error(&state)?;
+                state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            Ok(())
+        } else {
+            while self.flush_oldest()? {}
+            Ok(())
+        }
+    }
+
+    /// A fresh file number.
+    pub(crate) fn new_file_number(&self) -> u64 {
+        let mut state = lock(&self.state);
+        let number = state.next_file_number;
+        state.next_file_number += 1;
+        number
+    }
+
+    /// Writes `entries` (sorted, already filtered) as tables of `level`,
+    /// cut near `target_bytes` at user-key boundaries. The first table gets
+    /// `first_id` if given. `run` names the run they join.
+    #[expect(clippy::too_many_arguments, reason = "one call site each for flush and compaction; a struct would only rename them")]
+    pub(crate) fn write_tables(
+        &self,
+        entries: impl Iterator<Item = Result<Entry>>,
+        level: usize,
+        run: OutputRun,
+        first_id: Option<u64>,
+        version: &Version,
+        target_bytes: u64,
+        abort_on_shutdown: bool,
+    ) -> Result<Outputs> {
+        let mut outputs = Outputs { metas: Vec::new(), opened: BTreeMap::new() };
+        let mut builder: Option<(u64, TableBuilder)> = None;
+        let mut run_id = match run {
+            OutputRun::Existing(id) => Some(id),
+            OutputRun::New => None,
+        };
+        let mut last_user_key: Option<Vec<u8>> = None;
+        let mut hash = KeyHash::of(b"");
+        let estimated_entries = version.entries_per_level().get(level).copied().unwrap_or(0);
+        let filter = self.filter_choice(level, version, estimated_entries.max(1));
+        let mut first_id = first_id;
+        for (count, entry) in entries.enumerate() {
+            let entry = entry?;
+            if abort_on_shutdown && count % 4096 == 0 && lock(&self.state).shutting_down {
+                self.discard(&outputs, builder.as_ref().map(|(id, _)| *id));
+                return Err(Error::Background("shutting down".into()));
+            }
+            let new_user_key = last_user_key.as_deref() != Some(&entry.key.user_key[..]);
+            if new_user_key {
+                hash = KeyHash::of(&entry.key.user_key);
+                if builder.as_ref().is_some_and(|(_, b)| b.estimated_size() >= target_bytes) {
+                    if let Some((id, done)) = builder.take() {
+                        self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
+                    }
+                }
+                last_user_key = Some(entry.key.user_key.clone());
+            }
+            if builder.is_none() {
+                let id = first_id.take().unwrap_or_else(|| self.new_file_number());
+                let path = self.file(&filenames::table(id));
+                let file = self.options.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+                let options = TableOptions {
+                    block_bytes: self.options.block_bytes,
+                    restart_interval: self.options.restart_interval,
+                    compression: self.options.compression,
+                    filter: filter.clone(),
+                    partition_keys: self.options.filter_policy.partition_keys,
+                };
+                builder = Some((id, TableBuilder::new(file, path, options)));
+            }
+            if let Some((_, current)) = builder.as_mut() {
+                current.add(&entry.key, hash, &entry.value)?;
+            }
+        }
+        if let Some((id, done)) = builder {
+            self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
+        }
+        // The edit naming these tables must never reach the manifest before
+        // their names are durable.
+        let dir = &self.options.path;
+        self.options.fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+        Ok(outputs)
+    }
+
+    fn finish_table(
+        &self,
+        builder: TableBuilder,
+        id: u64,
+        level: usize,
+        run_id: &mut Option<u64>,
+        outputs: &mut Outputs,
+    ) -> Result<()> {
+        let props = builder.finish()?;
+        let path = self.file(&filenames::table(id));
+        let table = Arc::new(Table::open(self.options.fs.as_ref(), path, id, Arc::clone(&self.cache))?);
+        let meta = TableMeta {
+            id,
+            level: level as u32,
+            run: *run_id.get_or_insert(id),
+            file_size: props.file_size,
+            entries: props.entries,
+            smallest: props.smallest.clone(),
+            largest: props.largest.clone(),
+            min_seq: props.min_seq,
+            max_seq: props.max_seq,
+        };
+        let live = Arc::new(LiveTable::new(meta.clone(), table, Arc::clone(&self.options.fs)));
+        outputs.opened.insert(id, live);
+        outputs.metas.push(meta);
+        Ok(())
+    }
+
+    /// Deletes tables written by an abandoned flush or compaction.
+    fn discard(&self, outputs: &Outputs, unfinished: Option<u64>) {
+        for id in outputs.metas.iter().map(|m| m.id).chain(unfinished) {
+            let _ = self.options.fs.remove(&self.file(&filenames::table(id)));
+        }
+    }
+
+    /// The filter a table written to `level` gets, under the policy.
+    /// `entries_at_level` counts the level's entries including the new ones.
+    pub(crate) fn filter_choice(&self, level: usize, version: &Version, entries_at_level: u64) -> FilterChoice {
+        let policy = &self.options.filter_policy;
+        let deepest = version.levels.len().saturating_sub(1).max(level);
+        if policy.optimize_filters_for_hits && level > 0 && level == deepest {
+            return FilterChoice { kind: FilterKindChoice::None, bits_per_key: 0.0 };
+        }
+        let bits_per_key = match &policy.bits_per_key {
+            BitsPerKey::PerLevel(per_level) => *per_level.get(level),
+            BitsPerKey::Monkey { average } => {
+                let mut entries = version.entries_per_level();
+                entries.resize(entries.len().max(level + 1), 0);
+                entries[level] = entries[level].max(entries_at_level);
+                let total_bits = average * entries.iter().sum::<u64>() as f64;
+                sift_filter::math::monkey_bits_per_key(&entries, total_bits)[level]
+            }
+        };
+        let kind = if bits_per_key <= 0.0 {
+            FilterKindChoice::None
+        } else if policy.ribbon_from_level.is_some_and(|from| level >= from) {
+            FilterKindChoice::Ribbon
+        } else {
+            FilterKindChoice::BlockedBloom
+        };
+        FilterChoice { kind, bits_per_key }
+    }
+
+    /// Appends `edit` to the manifest (rolling it over when large) and
+    /// returns the version it produces. The caller installs it.
+    pub(crate) fn log_and_apply(
+        &self,
+        state: &mut State,
+        mut edit: VersionEdit,
+        opened: &BTreeMap<u64, Arc<LiveTable>>,
+    ) -> Result<Arc<Version>> {
+        let current = self.current();
+        let version = current.version.apply(&edit, opened).map_err(|mismatch| {
+            Error::Background(format!("internal error: version edit does not apply: {}", mismatch.0))
+        })?;
+        edit.next_file_number = Some(state.next_file_number);
+        if state.manifest.size() > MANIFEST_ROLL_BYTES {
+            let number = state.next_file_number;
+            state.next_file_number += 1;
+            let mut snapshot = version.snapshot_edit();
+            snapshot.next_file_number = Some(state.next_file_number);
+            snapshot.log_number = Some(edit.log_number.unwrap_or(state.log_number));
+            snapshot.last_seq = Some(edit.last_seq.unwrap_or(0).max(self.visible_seq()));
+            snapshot.compaction_style = Some(super::open::style_tag(&self.options.compaction));
+            let old = std::mem::replace(
+                &mut state.manifest,
+                Manifest::create(self.options.fs.as_ref(), &self.options.path, number, &snapshot)?,
+            );
+            let _ = self.options.fs.remove(&self.file(&old.file_name()));
+        } else {
+            state.manifest.append(&edit)?;
+        }
+        Ok(Arc::new(version))
+    }
+}

@@ -1,0 +1,319 @@
+//! The database handle and the state its threads share.
+
+mod background;
+mod builder;
+mod compact;
+mod flush;
+mod open;
+mod read;
+mod snapshot;
+mod stats;
+mod write;
+
+use std::collections::BTreeMap;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::thread::JoinHandle;
+
+pub use builder::DbBuilder;
+pub use read::DbIter;
+pub use snapshot::Snapshot;
+pub use stats::{LevelStats, Stats};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::fs::LockGuard;
+use crate::key::SeqNo;
+use crate::log::LogWriter;
+use crate::manifest::Manifest;
+use crate::memtable::Memtable;
+use crate::options::{PersistMode, WriteOptions};
+use crate::sstable::BlockCache;
+use crate::version::Version;
+use builder::Options;
+use stats::Counters;
+
+/// An open database. Cheap to share between threads (`Db: Send + Sync`;
+/// wrap it in an `Arc`). Dropping it stops the background threads and
+/// syncs the WAL.
+///
+/// ```no_run
+/// # fn main() -> siftdb::Result<()> {
+/// let db = siftdb::Db::builder("/tmp/sift-example").open()?;
+/// db.insert(b"user:1", b"ada")?;
+/// assert_eq!(db.get(b"user:1")?.as_deref(), Some(&b"ada"[..]));
+/// for item in db.prefix(b"user:") {
+///     let (key, value) = item?;
+///     println!("{key:?} = {value:?}");
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Db {
+    inner: Arc<Inner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// What readers see: the memtables and the version of one moment.
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    /// Takes new writes.
+    pub active: Arc<Memtable>,
+    /// Frozen, waiting to be flushed; newest first.
+    pub immutables: Vec<Arc<Memtable>>,
+    /// The tables.
+    pub version: Arc<Version>,
+}
+
+/// The WAL and sequence numbers; one writer at a time.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    pub wal: LogWriter,
+    pub last_seq: SeqNo,
+    /// Bytes written since the last delay while compaction is behind.
+    pub delay_debt: u64,
+}
+
+/// Structure changes (flush, compaction, memtable rotation) happen under
+/// this lock; `Inner::current` is replaced only while holding it.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub manifest: Manifest,
+    pub next_file_number: u64,
+    /// Oldest WAL still needed by recovery.
+    pub log_number: u64,
+    /// Set when a background flush or compaction fails.
+    pub background_error: Option<String>,
+    pub shutting_down: bool,
+    pub compacting: bool,
+}
+
+/// Everything the handle and its background threads share.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub options: Options,
+    pub cache: Arc<BlockCache>,
+    pub counters: Counters,
+    /// Sequence number of the newest write readers may see.
+    pub visible_seq: AtomicU64,
+    pub current: RwLock<Arc<SuperVersion>>,
+    pub writer: Mutex<Writer>,
+    pub state: Mutex<State>,
+    /// Signalled whenever `state` or `current` changes.
+    pub changed: Condvar,
+    /// Counts installs of `current`, so sleepers can tell a change happened.
+    pub generation: AtomicU64,
+    /// Live snapshots: sequence number -> how many handles.
+    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    /// Held while a compaction runs: one at a time keeps levels consistent.
+    pub compaction_lock: Mutex<()>,
+    /// Held while a memtable is flushed, so no memtable is flushed twice.
+    pub flush_lock: Mutex<()>,
+    /// Set with `State::background_error`; lets writers check it without
+    /// taking the state lock.
+    pub failed: AtomicBool,
+    _lock: Box<dyn LockGuard>,
+}
+
+/// Locks a mutex; a thread that panicked while holding it cannot have left
+/// the guarded state half-updated in a way readers rely on (every update is
+/// a single assignment), so the poison is ignored.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Inner {
+    /// The memtables and version readers should use now.
+    pub(crate) fn current(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Replaces what readers see. Callers hold `state`, which orders
+    /// installs and lets background threads wait for them without missing one.
+    pub(crate) fn install(&self, next: SuperVersion) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::Release);
+        self.changed.notify_all();
+    }
+
+    /// How many times `current` has been replaced.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The newest sequence number readers may see.
+    pub(crate) fn visible_seq(&self) -> SeqNo {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+
+    /// Path of a file of this database.
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
+        self.options.path.join(name)
+    }
+
+    /// Fails if background work has failed (writes are refused after that).
+    pub(crate) fn check_background_error(state: &State) -> Result<()> {
+        match &state.background_error {
+            Some(detail) => Err(Error::Background(detail.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Db {
+    /// Starts configuring the database in directory `path`.
+    pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
+        DbBuilder::new(path.as_ref().to_path_buf())
+    }
+
+    /// Opens (or creates) the database in `path` with default settings.
+    ///
+    /// # Errors
+    /// As [`DbBuilder::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::builder(path).open()
+    }
+
+    /// The value of `key`, if present.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Corruption`] from reading a table;
+    /// [`Error::InvalidArgument`] for a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN).
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.inner.get_at(key.as_ref(), self.inner.visible_seq())
+    }
+
+    /// Whether `key` is present.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    /// Sets `key` to `value`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the key or value is over its limit
+    /// ([`MAX_KEY_LEN`](crate::MAX_KEY_LEN), [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN));
+    /// [`Error::Io`] if the WAL cannot be written; [`Error::Background`]
+    /// after a failed flush or compaction.
+    pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.insert(key, value);
+        self.write(&batch)
+    }
+
+    /// Removes `key` (a no-op if absent).
+    ///
+    /// # Errors
+    /// As [`Db::insert`].
+    pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.remove(key);
+        self.write(&batch)
+    }
+
+    /// Applies every operation of `batch` atomically: after a crash either
+    /// all of them are present or none.
+    ///
+    /// # Errors
+    /// As [`Db::insert`].
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.write_with(batch, WriteOptions::default())
+    }
+
+    /// [`Db::write`] with explicit durability.
+    ///
+    /// # Errors
+    /// As [`Db::insert`].
+    pub fn write_with(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
+        self.inner.write(batch, options)
+    }
+
+    /// Entries with keys in `range`, in key order (`.rev()` for descending),
+    /// as of this call.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIter {
+        self.inner.iter(read::owned_bounds(&range), self.inner.visible_seq())
+    }
+
+    /// Entries whose keys start with `prefix`, in key order.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
+        self.inner.iter(crate::iter::prefix_bounds(prefix.as_ref()), self.inner.visible_seq())
+    }
+
+    /// A consistent read view as of now: later writes are invisible to it,
+    /// and compaction keeps the versions it can see.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(Arc::clone(&self.inner))
+    }
+
+    /// Makes every acknowledged write durable as `mode` says.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the WAL cannot be flushed or synced.
+    pub fn persist(&self, mode: PersistMode) -> Result<()> {
+        self.inner.persist(mode)
+    }
+
+    /// Writes the memtable (and every frozen one) to level-0 tables and
+    /// waits until that is done.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a table cannot be written; [`Error::Background`].
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_all()
+    }
+
+    /// Blocks until no flush or compaction is pending or running.
+    ///
+    /// # Errors
+    /// [`Error::Background`] if background work failed meanwhile.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_until_idle()
+    }
+
+    /// Flushes, then merges every table into the last level: one sorted
+    /// run, no shadowed versions or tombstones that no snapshot needs.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Corruption`] met while merging.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.compact_range(None)
+    }
+
+    /// Like [`Db::compact`], limited to the tables overlapping the user keys
+    /// `from ..= to`.
+    ///
+    /// # Errors
+    /// As [`Db::compact`]; [`Error::InvalidArgument`] if `from > to`.
+    pub fn compact_range(&self, from: impl AsRef<[u8]>, to: impl AsRef<[u8]>) -> Result<()> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        if from > to {
+            return Err(Error::InvalidArgument("compact_range: from is after to".into()));
+        }
+        self.inner.compact_range(Some((from, to)))
+    }
+
+    /// Counters since open and the shape of the tables now.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        stats::snapshot(&self.inner.counters, &self.inner.current().version)
+    }
+
+    /// The directory the database lives in.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.inner.options.path
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.inner.shut_down(&mut self.threads);
+    }
+}

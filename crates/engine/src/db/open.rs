@@ -1,0 +1,254 @@
+//! Opening a database: lock, manifest replay, WAL replay, cleanup.
+//!
+//! Recovery never modifies what it reads until a new, complete state is
+//! durable: WAL contents are written to a level-0 table, a new manifest
+//! naming it is installed through CURRENT, and only then are old WALs and
+//! manifests deleted. A crash at any point leaves the previous state.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+
+use crate::batch::decode_record;
+use crate::compaction::OutputRun;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::log::{LogKind, LogWriter, Tail, read_log};
+use crate::manifest::{FileKind, Manifest, TableMeta, VersionEdit, filenames, read_current, read_manifest};
+use crate::memtable::Memtable;
+use crate::options::CompactionStyle;
+use crate::sstable::{BlockCache, Table};
+use crate::version::{LiveTable, Version};
+
+use super::builder::Options;
+use super::stats::Counters;
+use super::{Db, Inner, State, SuperVersion, Writer, background};
+
+/// The manifest's record of the compaction style a database was created with.
+pub(crate) fn style_tag(style: &CompactionStyle) -> u8 {
+    match style {
+        CompactionStyle::Leveled { .. } => 0,
+        CompactionStyle::Tiered { .. } => 1,
+    }
+}
+
+/// What replaying the manifest yields.
+struct Recovered {
+    version: Version,
+    next_file_number: u64,
+    log_number: u64,
+    last_seq: SeqNo,
+}
+
+impl Db {
+    pub(super) fn open_with(options: Options) -> Result<Self> {
+        let fs = Arc::clone(&options.fs);
+        let dir = options.path.clone();
+        fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let lock_path = dir.join(filenames::LOCK);
+        let guard = fs
+            .try_lock(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?
+            .ok_or_else(|| Error::Locked { path: dir.clone() })?;
+        let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
+        let mut recovered = recover_version(&options, &cache)?;
+
+        // Replay the WALs the manifest does not cover into one memtable.
+        let names = fs.list(&dir).map_err(|e| Error::io(&dir, e))?;
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|name| match filenames::parse(name) {
+                Some(FileKind::Wal(n)) if n >= recovered.log_number => Some(n),
+                _ => None,
+            })
+            .collect();
+        wals.sort_unstable();
+        let replayed = Arc::new(Memtable::new(0));
+        for &number in &wals {
+            let path = dir.join(filenames::wal(number));
+            let contents = read_log(fs.as_ref(), &path, LogKind::Wal)?;
+            for (index, record) in contents.records.iter().enumerate() {
+                let (first_seq, ops) = decode_record(record)
+                    .map_err(|c| Error::corruption(&path, 0, format!("record {index}: {}", c.detail)))?;
+                for (i, (kind, key, value)) in ops.iter().enumerate() {
+                    replayed.insert(key, first_seq + i as u64, *kind, value);
+                }
+                recovered.last_seq = recovered.last_seq.max(first_seq + ops.len() as u64 - u64::from(!ops.is_empty()));
+            }
+            if let Tail::Torn { .. } = contents.tail {
+                fs.truncate(&path, contents.valid_len).map_err(|e| Error::io(&path, e))?;
+            }
+        }
+        recovered.next_file_number = recovered.next_file_number.max(wals.last().map_or(0, |n| n + 1));
+
+        let inner = Inner::assemble(options, cache, guard, recovered)?;
+        if !replayed.is_empty() {
+            inner.flush_recovered(&replayed)?;
+        }
+        inner.start_fresh_manifest()?;
+        inner.delete_obsolete_files()?;
+        let threads = if inner.options.background_threads { background::spawn(&inner)? } else { Vec::new() };
+        Ok(Self { inner, threads })
+    }
+}
+
+/// Replays CURRENT's manifest (or starts an empty version for a new
+/// database) and opens every live table.
+fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recovered> {
+    let fs = options.fs.as_ref();
+    let dir = &options.path;
+    let Some(manifest_name) = read_current(fs, dir)? else {
+        let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+        if names.iter().any(|n| matches!(filenames::parse(n), Some(FileKind::Table(_) | FileKind::Manifest(_)))) {
+            return Err(Error::corruption(
+                dir.join(filenames::CURRENT),
+                0,
+                "CURRENT is missing but the directory holds tables or manifests",
+            ));
+        }
+        return Ok(Recovered { version: Version::default(), next_file_number: 1, log_number: 0, last_seq: 0 });
+    };
+    let edits = read_manifest(fs, dir, &manifest_name)?;
+    let manifest_path = dir.join(&manifest_name);
+    let mut live: BTreeSet<u64> = BTreeSet::new();
+    let (mut next_file_number, mut log_number, mut last_seq) = (1, 0, 0);
+    for edit in &edits {
+        for (_, id) in &edit.removed {
+            live.remove(id);
+        }
+        live.extend(edit.added.iter().map(|m| m.id));
+        next_file_number = edit.next_file_number.unwrap_or(next_file_number).max(next_file_number);
+        log_number = edit.log_number.unwrap_or(log_number).max(log_number);
+        last_seq = edit.last_seq.unwrap_or(last_seq).max(last_seq);
+        if let Some(tag) = edit.compaction_style {
+            if tag != style_tag(&options.compaction) {
+                return Err(Error::InvalidArgument(format!(
+                    "the database was created with {} compaction; open it with the same style",
+                    if tag == 0 { "leveled" } else { "tiered" }
+                )));
+            }
+        }
+    }
+    let mut opened = BTreeMap::new();
+    let mut version = Version::default();
+    for edit in &edits {
+        let added: Vec<TableMeta> = edit.added.iter().filter(|m| live.contains(&m.id)).cloned().collect();
+        for meta in &added {
+            let path = dir.join(filenames::table(meta.id));
+            let table = Table::open(fs, path, meta.id, Arc::clone(cache))?;
+            opened.insert(meta.id, Arc::new(LiveTable::new(meta.clone(), Arc::new(table), Arc::clone(&options.fs))));
+            last_seq = last_seq.max(meta.max_seq);
+            next_file_number = next_file_number.max(meta.id + 1);
+        }
+        let replay = VersionEdit { added, ..VersionEdit::default() };
+        version = version
+            .apply(&replay, &opened)
+            .map_err(|mismatch| Error::corruption(&manifest_path, 0, mismatch.0))?;
+    }
+    Ok(Recovered { version, next_file_number, log_number, last_seq })
+}
+
+impl Inner {
+    fn assemble(
+        options: Options,
+        cache: Arc<BlockCache>,
+        guard: Box<dyn crate::fs::LockGuard>,
+        recovered: Recovered,
+    ) -> Result<Arc<Self>> {
+        let fs = Arc::clone(&options.fs);
+        let wal_number = recovered.next_file_number;
+        let wal_path = options.path.join(filenames::wal(wal_number));
+        let wal = LogWriter::create(fs.as_ref(), &wal_path, LogKind::Wal)?;
+        // Until `start_fresh_manifest` installs a new one, the old manifest
+        // (or, for a new database, a first one) receives edits.
+        let manifest_number = wal_number + 1;
+        let mut snapshot = recovered.version.snapshot_edit();
+        snapshot.next_file_number = Some(manifest_number + 1);
+        snapshot.log_number = Some(recovered.log_number);
+        snapshot.last_seq = Some(recovered.last_seq);
+        snapshot.compaction_style = Some(style_tag(&options.compaction));
+        let manifest = Manifest::create(fs.as_ref(), &options.path, manifest_number, &snapshot)?;
+        let inner = Arc::new(Self {
+            cache,
+            counters: Counters::default(),
+            visible_seq: AtomicU64::new(recovered.last_seq),
+            current: RwLock::new(Arc::new(SuperVersion {
+                active: Arc::new(Memtable::new(wal_number)),
+                immutables: Vec::new(),
+                version: Arc::new(recovered.version),
+            })),
+            writer: Mutex::new(Writer { wal, last_seq: recovered.last_seq, delay_debt: 0 }),
+            state: Mutex::new(State {
+                manifest,
+                next_file_number: manifest_number + 1,
+                log_number: recovered.log_number,
+                background_error: None,
+                shutting_down: false,
+                compacting: false,
+            }),
+            changed: Condvar::new(),
+            generation: AtomicU64::new(0),
+            snapshots: Mutex::new(BTreeMap::new()),
+            compaction_lock: Mutex::new(()),
+            flush_lock: Mutex::new(()),
+            failed: AtomicBool::new(false),
+            options,
+            _lock: guard,
+        });
+        Ok(inner)
+    }
+
+    /// Writes what the WALs held to a level-0 table.
+    fn flush_recovered(&self, replayed: &Arc<Memtable>) -> Result<()> {
+        let current = self.current();
+        let entries = replayed.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
+        let outputs = self.write_tables(entries, 0, OutputRun::New, None, &current.version, u64::MAX, false)?;
+        let mut state = super::lock(&self.state);
+        let edit = VersionEdit { added: outputs.metas, last_seq: Some(replayed.max_seq()), ..VersionEdit::default() };
+        let version = self.log_and_apply(&mut state, edit, &outputs.opened)?;
+        self.install(SuperVersion { active: Arc::clone(&current.active), immutables: Vec::new(), version });
+        Ok(())
+    }
+
+    /// Records that every WAL before the active one is no longer needed.
+    fn start_fresh_manifest(&self) -> Result<()> {
+        let mut state = super::lock(&self.state);
+        let log_number = self.current().active.wal_number();
+        let edit = VersionEdit {
+            log_number: Some(log_number),
+            last_seq: Some(self.visible_seq()),
+            ..VersionEdit::default()
+        };
+        let version = self.log_and_apply(&mut state, edit, &BTreeMap::new())?;
+        state.log_number = log_number;
+        let current = self.current();
+        self.install(SuperVersion { active: Arc::clone(&current.active), immutables: Vec::new(), version });
+        Ok(())
+    }
+
+    /// Deletes files no version needs: old WALs and manifests, tables left
+    /// by an interrupted flush or compaction, temporary files.
+    fn delete_obsolete_files(&self) -> Result<()> {
+        let dir = &self.options.path;
+        let fs = self.options.fs.as_ref();
+        let live: BTreeSet<u64> = self.current().version.tables().map(|t| t.meta.id).collect();
+        let state = super::lock(&self.state);
+        let manifest = state.manifest.file_name();
+        let log_number = state.log_number;
+        drop(state);
+        for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
+            let obsolete = match filenames::parse(&name) {
+                Some(FileKind::Wal(n)) => n < log_number,
+                Some(FileKind::Table(n)) => !live.contains(&n),
+                Some(FileKind::Manifest(_)) => name != manifest,
+                Some(FileKind::Temp) => true,
+                _ => false,
+            };
+            if obsolete {
+                let path = dir.join(&name);
+                fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! The write path: WAL record, then memtable, then publish the sequence
+//! number; memtable rotation and write stalls.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::log::{LogKind, LogWriter};
+use crate::manifest::filenames;
+use crate::memtable::Memtable;
+use crate::options::{PersistMode, WriteOptions};
+
+use super::stats::{add, bump};
+use super::{Inner, SuperVersion, Writer, lock};
+
+/// While level 0 is over its slowdown threshold, writers sleep 1 ms per
+/// this many bytes written: about 16 MiB/s, RocksDB's default
+/// `delayed_write_rate`.
+const DELAY_BYTES_PER_MS: u64 = 16 * 1024;
+
+impl Inner {
+    /// Logs and applies `batch` atomically.
+    pub(crate) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
+        batch.validate()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let sync = options.sync.unwrap_or(self.options.sync_writes);
+        let mut writer = lock(&self.writer);
+        self.make_room(&mut writer, batch.approximate_bytes() as u64)?;
+        let first_seq = writer.last_seq + 1;
+        let payload = batch.encode(first_seq);
+        let logged = writer.wal.add_record(&payload).and_then(|()| {
+            if sync { writer.wal.sync() } else { writer.wal.flush() }
+        });
+        if let Err(err) = logged {
+            // A partly written record is a torn tail for recovery to cut;
+            // appending more after it would hide later writes behind it.
+            self.fail(&err);
+            return Err(err);
+        }
+        let memtable = Arc::clone(&self.current().active);
+        let mut seq = first_seq;
+        for (kind, key, value) in batch.iter() {
+            memtable.insert(key, seq, kind, value);
+            seq += 1;
+        }
+        writer.last_seq = seq - 1;
+        self.visible_seq.store(writer.last_seq, Ordering::Release);
+        bump(&self.counters.writes);
+        Ok(())
+    }
+
+    /// Makes the WAL durable as `mode` asks.
+    pub(crate) fn persist(&self, mode: PersistMode) -> Result<()> {
+        let mut writer = lock(&self.writer);
+        match mode {
+            PersistMode::SyncAll => writer.wal.sync(),
+            PersistMode::Buffer => writer.wal.flush(),
+        }
+    }
+
+    /// Records a failure of background work or of the WAL: from now on
+    /// writes are refused.
+    pub(crate) fn fail(&self, err: &Error) {
+        let mut state = lock(&self.state);
+        if state.background_error.is_none() {
+            state.background_error = Some(err.to_string());
+        }
+        self.failed.store(true, Ordering::Release);
+        self.changed.notify_all();
+    }
+
+    /// Before a write: delays it while compaction is behind, and freezes a
+    /// full memtable, waiting when too many are frozen already.
+    fn make_room(&self, writer: &mut Writer, bytes: u64) -> Result<()> {
+        let started = Instant::now();
+        let mut delayed = false;
+        loop {
+            let current = self.current();
+            let l0_runs = current.version.l0_runs();
+            if self.failed.load(Ordering::Acquire) {
+                Self::check_background_error(&lock(&self.state))?;
+            }
+            if !delayed && l0_runs >= self.options.l0_slowdown_runs {
+                writer.delay_debt += bytes;
+                if writer.delay_debt >= DELAY_BYTES_PER_MS {
+                    writer.delay_debt -= DELAY_BYTES_PER_MS;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                delayed = true;
+            }
+            if current.active.approximate_bytes() < self.options.memtable_bytes {
+                break;
+            }
+            if current.immutables.len() >= self.options.max_immutable_memtables {
+                self.wait_for_flush()?;
+                continue;
+            }
+            if l0_runs >= self.options.l0_stop_runs {
+                self.wait_for_compaction_progress(l0_runs)?;
+                continue;
+            }
+            self.rotate(writer)?;
+            break;
+        }
+        let stalled = started.elapsed().as_micros() as u64;
+        if stalled > 0 && delayed {
+            add(&self.counters.write_stall_micros, stalled);
+        }
+        Ok(())
+    }
+
+    /// Freezes the active memtable and starts a new one with a new WAL.
+    pub(crate) fn rotate(&self, writer: &mut Writer) -> Result<()> {
+        let mut state = lock(&self.state);
+        let number = state.next_file_number;
+        state.next_file_number += 1;
+        let path = self.file(&filenames::wal(number));
+        let wal = LogWriter::create(self.options.fs.as_ref(), &path, LogKind::Wal)?;
+        // The new WAL's name must survive a power cut before a synced write
+        // relies on it; the old WAL is synced so a power cut cannot leave a
+        // gap before writes that later land in the new one.
+        self.options
+            .fs
+            .sync_dir(&self.options.path)
+            .map_err(|e| Error::io(&self.options.path, e))?;
+        writer.wal.sync()?;
+        writer.wal = wal;
+        let current = self.current();
+        let mut immutables = Vec::with_capacity(current.immutables.len() + 1);
+        immutables.push(Arc::clone(&current.active));
+        immutables.extend(current.immutables.iter().cloned());
+        self.install(SuperVersion {
+            active: Arc::new(Memtable::new(number)),
+            immutables,
+            version: Arc::clone(&current.version),
+        });
+        drop(state);
+        Ok(())
+    }
+
+    /// Waits until a frozen memtable has been flushed (or flushes one on
+    /// this thread when there are no background threads).
+    fn wait_for_flush(&self) -> Result<()> {
+        if !self.options.background_threads {
+            return self.flush_oldest().map(drop);
+        }
+        let stall = Instant::now();
+        let count = self.current().immutables.len();
+        let mut state = lock(&self.state);
+        while self.current().immutables.len() >= count {
+            Self::check_background_error(&state)?;
+            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        add(&self.counters.write_stall_micros, stall.elapsed().as_micros() as u64);
+        Ok(())
+    }
+
+    /// Waits until level 0 holds fewer than `l0_runs` runs (or compacts on
+    /// this thread when there are no background threads).
+    fn wait_for_compaction_progress(&self, l0_runs: usize) -> Result<()> {
+        if !self.options.background_threads {
+            return self.compact_once().map(drop);
+        }
+        let stall = Instant::now();
+        let mut state = lock(&self.state);
+        while self.current().version.l0_runs() >= l0_runs {
+            Self::check_background_error(&state)?;
+            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        add(&self.counters.write_stall_micros, stall.elapsed().as_micros() as u64);
+        Ok(())
+    }
+}

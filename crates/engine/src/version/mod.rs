@@ -1,0 +1,223 @@
+//! Versions: which tables make up the database at one moment, arranged in
+//! levels of sorted runs.
+//!
+//! A [`Version`] is immutable; every flush or compaction derives a new one
+//! by applying a [`VersionEdit`]. Readers hold an `Arc<Version>` for as
+//! long as they read, so the tables they see stay open even when a
+//! compaction replaces them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::compaction::{LevelShape, RunShape, TableShape};
+use crate::fs::FileSystem;
+use crate::key::user_key_of;
+use crate::manifest::{TableMeta, VersionEdit};
+use crate::sstable::Table;
+
+/// An open table as a version knows it. When the last version holding it
+/// is dropped after a compaction replaced it, its file is deleted.
+pub(crate) struct LiveTable {
+    /// What the manifest records about it.
+    pub meta: TableMeta,
+    /// The open table.
+    pub table: Arc<Table>,
+    obsolete: AtomicBool,
+    fs: Arc<dyn FileSystem>,
+}
+
+impl fmt::Debug for LiveTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveTable").field("id", &self.meta.id).field("level", &self.meta.level).finish()
+    }
+}
+
+impl LiveTable {
+    /// Wraps an open table.
+    pub(crate) fn new(meta: TableMeta, table: Arc<Table>, fs: Arc<dyn FileSystem>) -> Self {
+        Self {
+            meta,
+            table,
+            obsolete: AtomicBool::new(false),
+            fs,
+        }
+    }
+
+    /// Smallest user key stored.
+    pub(crate) fn smallest_user_key(&self) -> &[u8] {
+        user_key_of(&self.meta.smallest)
+    }
+
+    /// Largest user key stored.
+    pub(crate) fn largest_user_key(&self) -> &[u8] {
+        user_key_of(&self.meta.largest)
+    }
+
+    /// Schedules the file for deletion once no version holds this table.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for LiveTable {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            // Readers that still iterate hold the open file, which outlives
+            // its name. A failed removal leaves an orphan that the next open
+            // deletes, so there is nothing better to do with the error.
+            let _ = self.fs.remove(self.table.path());
+        }
+    }
+}
+
+/// A sorted run: tables with disjoint key ranges, sorted by key.
+#[derive(Debug, Clone)]
+pub(crate) struct Run {
+    /// Identifies the run in version edits.
+    pub id: u64,
+    /// Sorted by smallest key, non-overlapping.
+    pub tables: Vec<Arc<LiveTable>>,
+}
+
+impl Run {
+    /// The table whose key range holds `user_key`, if any.
+    pub(crate) fn table_for(&self, user_key: &[u8]) -> Option<&Arc<LiveTable>> {
+        let after = self.tables.partition_point(|t| t.largest_user_key() < user_key);
+        self.tables.get(after).filter(|t| t.smallest_user_key() <= user_key)
+    }
+}
+
+/// One level: its runs, newest first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Level {
+    /// Newest first: a key's newer versions live in earlier runs.
+    pub runs: Vec<Run>,
+}
+
+impl Level {
+    /// Every table of the level.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<LiveTable>> {
+        self.runs.iter().flat_map(|run| run.tables.iter())
+    }
+}
+
+/// The tables of the database at one moment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Version {
+    /// Level 0 first. Trailing levels may be empty.
+    pub levels: Vec<Level>,
+}
+
+/// Why an edit does not apply to a version: the manifest contradicts itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EditMismatch(pub String);
+
+impl Version {
+    /// The version after `edit`: removed tables leave their runs, added ones
+    /// join the run they name (a new run becomes its level's newest).
+    /// `opened` holds the open tables for `edit.added`, by id.
+    pub(crate) fn apply(
+        &self,
+        edit: &VersionEdit,
+        opened: &BTreeMap<u64, Arc<LiveTable>>,
+    ) -> Result<Self, EditMismatch> {
+        let mut next = self.clone();
+        for &(level, id) in &edit.removed {
+            let level = next
+                .levels
+                .get_mut(level as usize)
+                .ok_or_else(|| EditMismatch(format!("removes table {id} from missing level {level}")))?;
+            let mut found = false;
+            for run in &mut level.runs {
+                let before = run.tables.len();
+                run.tables.retain(|t| t.meta.id != id);
+                found |= run.tables.len() != before;
+            }
+            if !found {
+                return Err(EditMismatch(format!("removes table {id}, which level {level:?} does not hold")));
+            }
+            level.runs.retain(|run| !run.tables.is_empty());
+        }
+        for meta in &edit.added {
+            let table = opened
+                .get(&meta.id)
+                .ok_or_else(|| EditMismatch(format!("adds table {} that was not opened", meta.id)))?;
+            let level = meta.level as usize;
+            if next.levels.len() <= level {
+                next.levels.resize_with(level + 1, Level::default);
+            }
+            let runs = &mut next.levels[level].runs;
+            let run = match runs.iter().position(|run| run.id == meta.run) {
+                Some(at) => &mut runs[at],
+                None => {
+                    runs.insert(0, Run { id: meta.run, tables: Vec::new() });
+                    &mut runs[0]
+                }
+            };
+            let at = run.tables.partition_point(|t| t.smallest_user_key() < table.smallest_user_key());
+            run.tables.insert(at, Arc::clone(table));
+        }
+        while next.levels.last().is_some_and(|level| level.runs.is_empty()) {
+            next.levels.pop();
+        }
+        Ok(next)
+    }
+
+    /// Every table, any order.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<LiveTable>> {
+        self.levels.iter().flat_map(Level::tables)
+    }
+
+    /// Runs in level 0 (what write stalls are measured in).
+    pub(crate) fn l0_runs(&self) -> usize {
+        self.levels.first().map_or(0, |level| level.runs.len())
+    }
+
+    /// Entries per level, level 0 first (for the filter allocation).
+    pub(crate) fn entries_per_level(&self) -> Vec<u64> {
+        self.levels.iter().map(|level| level.tables().map(|t| t.meta.entries).sum()).collect()
+    }
+
+    /// The description the compaction planner works on.
+    pub(crate) fn shape(&self) -> Vec<LevelShape> {
+        self.levels
+            .iter()
+            .map(|level| LevelShape {
+                runs: level
+                    .runs
+                    .iter()
+                    .map(|run| RunShape {
+                        id: run.id,
+                        tables: run
+                            .tables
+                            .iter()
+                            .map(|t| TableShape {
+                                id: t.meta.id,
+                                size: t.meta.file_size,
+                                smallest: t.smallest_user_key().to_vec(),
+                                largest: t.largest_user_key().to_vec(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The snapshot edit that recreates this version from nothing (written
+    /// at the head of every new manifest). Runs are listed oldest first:
+    /// replaying the edit makes each new run its level's newest.
+    pub(crate) fn snapshot_edit(&self) -> VersionEdit {
+        VersionEdit {
+            added: self
+                .levels
+                .iter()
+                .flat_map(|level| level.runs.iter().rev().flat_map(|run| run.tables.iter()))
+                .map(|t| t.meta.clone())
+                .collect(),
+            ..VersionEdit::default()
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The filters do their job, proven with the counters: lookups of missing
+//! keys inside the key range read (almost) no data blocks, and a lookup
+//! hashes its key once however many filters it meets.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use siftdb::fs::FaultInjectionFs;
+use siftdb::{CompactionStyle, Db, FilterPolicy};
+
+const TABLES: u64 = 24;
+const KEYS_PER_TABLE: u64 = 2_000;
+
+/// `TABLES` level-0 runs, each spanning the whole key range (keys are
+/// interleaved across tables), so every lookup meets every table.
+fn overlapping_tables(policy: FilterPolicy) -> Db {
+    let fs = FaultInjectionFs::new();
+    let db = Db::builder(Path::new("/db"))
+        .file_system(Arc::new(fs))
+        .memtable_bytes(64 << 20)
+        .compaction_style(CompactionStyle::Tiered { runs_per_level: 1000 })
+        .l0_stall_runs(2000, 2001)
+        .filter_policy(policy)
+        .background_threads(false)
+        .open()
+        .unwrap();
+    for table in 0..TABLES {
+        for i in 0..KEYS_PER_TABLE {
+            // Even numbers are present; table t holds those = 2t mod 2*TABLES.
+            let n = 2 * (i * TABLES + table);
+            db.insert(n.to_be_bytes(), b"value").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    assert_eq!(db.stats().levels[0].tables as u64, TABLES);
+    db
+}
+
+#[test]
+fn missing_keys_read_almost_no_blocks_and_hash_once() {
+    let db = overlapping_tables(FilterPolicy::blocked_bloom(10.0));
+    let before = db.stats();
+    let lookups = 5_000u64;
+    for i in 0..lookups {
+        // Odd numbers inside the key range: only a filter can reject them.
+        let n = 2 * (i * 37 % (TABLES * KEYS_PER_TABLE)) + 1;
+        assert_eq!(db.get(n.to_be_bytes()).unwrap(), None);
+    }
+    let after = db.stats();
+    let gets = after.gets - before.gets;
+    let probes = after.filter_probes - before.filter_probes;
+    let blocks = after.data_blocks_read - before.data_blocks_read;
+    let false_positives = after.filter_false_positives - before.filter_false_positives;
+    assert_eq!(gets, lookups);
+    assert_eq!(after.key_hashes - before.key_hashes, lookups, "one hash per lookup");
+    assert_eq!(probes, lookups * TABLES, "every table's filter is probed");
+    // At 10 bits/key the blocked Bloom FPR is about 1%; a false positive
+    // costs one block. Expected blocks = probes * p with p ~ 0.0097; the
+    // bound is 5 standard deviations above p = 0.012.
+    let p = 0.012;
+    let bound = probes as f64 * p + 5.0 * (probes as f64 * p * (1.0 - p)).sqrt();
+    assert!((blocks as f64) < bound, "{blocks} blocks read for {lookups} missing keys ({probes} probes)");
+    assert_eq!(blocks, false_positives, "each false positive reads one block, nothing else does");
+}
+
+#[test]
+fn without_filters_every_table_is_read() {
+    let db = overlapping_tables(FilterPolicy::blocked_bloom(0.0));
+    let before = db.stats();
+    for i in 0..200u64 {
+        let n = 2 * (i * 37 % (TABLES * KEYS_PER_TABLE)) + 1;
+        assert_eq!(db.get(n.to_be_bytes()).unwrap(), None);
+    }
+    let after = db.stats();
+    // The contrast that shows what the filters save.
+    assert!(after.data_blocks_read - before.data_blocks_read >= 200 * TABLES);
+}
+
+#[test]
+fn present_keys_are_found_through_the_filters() {
+    let db = overlapping_tables(FilterPolicy::default());
+    for i in (0..TABLES * KEYS_PER_TABLE).step_by(97) {
+        assert_eq!(db.get((2 * i).to_be_bytes()).unwrap().as_deref(), Some(&b"value"[..]));
+    }
+    let stats = db.stats();
+    assert_eq!(stats.key_hashes, stats.gets);
+    let level = &stats.levels[0];
+    assert!(level.filter_bits_per_key > 8.0, "{level:?}");
+}
