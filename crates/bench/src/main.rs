@@ -3,11 +3,12 @@
 //!
 //! Each subcommand is one family of named workloads that prints one table of
 //! results (or JSON lines with `--json`). Progress goes to stderr so stdout
-//! stays parseable. `filters` is the first family; `db`, `value-search` and
-//! `txn` join as their crates land.
+//! stays parseable. `filters` compares filters, `db` whole engines;
+//! `value-search` and `txn` join as their crates land.
 
 use clap::{Parser, Subcommand};
 
+mod db;
 mod filters;
 
 /// Command line of the `sift-bench` binary.
@@ -23,10 +24,13 @@ struct Cli {
 enum Command {
     /// Sift's filters against crates.io filters: size, FPR, build and query time.
     Filters(filters::Args),
+    /// Whole-engine workloads (fillrandom, readrandom, readmissing, ...): Sift against fjall.
+    Db(db::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Filters(args) => filters::run(&args),
+        Command::Db(args) => db::run(&args),
     }
 }

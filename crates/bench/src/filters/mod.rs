@@ -9,9 +9,9 @@
 //! the probes of all repetitions. See `docs/benchmarks.md`.
 
 mod contenders;
-mod keys;
-mod measure;
-mod report;
+pub mod keys;
+pub mod measure;
+pub mod report;
 
 use anyhow::{Context, bail};
 use contenders::{Contender, Params};

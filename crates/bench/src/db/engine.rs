@@ -1,0 +1,74 @@
+//! The engines under test behind one small trait, so every workload runs
+//! the same code against each of them.
+
+use std::path::Path;
+
+/// Settings both engines get, chosen to be equal where they have the same
+/// knob (see `docs/benchmarks.md` for the mapping).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Memtable size at which it is flushed to a table.
+    pub memtable_bytes: u64,
+    /// Target size of a table written by compaction.
+    pub table_bytes: u64,
+    /// Block cache capacity.
+    pub cache_bytes: u64,
+    /// Bloom filter bits per key, every level.
+    pub bits_per_key: f64,
+}
+
+/// Filter counters since the engine was opened. `false_positives` is
+/// `None` where the engine does not tell a false positive from a true one.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FilterCounters {
+    /// Filters consulted by point lookups.
+    pub probes: u64,
+    /// Filter answers "no": table reads avoided.
+    pub negatives: u64,
+    /// "Maybe" answers for tables without the key.
+    pub false_positives: Option<u64>,
+}
+
+/// The shape of the store now.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Shape {
+    /// Table files.
+    pub tables: u64,
+    /// Bits of key filter per stored entry, where the engine reports it.
+    pub filter_bits_per_key: Option<f64>,
+}
+
+/// One engine, opened on a directory.
+pub trait Engine: Sync {
+    /// Short name used in reports.
+    fn name(&self) -> &'static str;
+    /// Writes one key (no sync: both engines hand the log to the OS).
+    fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()>;
+    /// Length of the value of `key`, if present.
+    fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>>;
+    /// Reads the first entry at or after `key`: its value length.
+    fn seek(&self, key: &[u8]) -> anyhow::Result<Option<usize>>;
+    /// Flushes the memtable and waits until no flush or compaction runs.
+    fn settle(&self) -> anyhow::Result<()>;
+    /// Compacts everything into the last level.
+    fn compact(&self) -> anyhow::Result<()>;
+    /// Filter counters since open.
+    fn filter_counters(&self) -> FilterCounters;
+    /// Tables and filter density now.
+    fn shape(&self) -> Shape;
+}
+
+/// Bytes of every file under `dir`.
+pub fn disk_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => disk_bytes(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}

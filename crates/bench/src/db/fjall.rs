@@ -1,0 +1,103 @@
+//! fjall (crates.io) as a contender, configured like Sift: Bloom filters at
+//! the same bits/key on every level and pinned in memory, no compression,
+//! the same memtable, table and cache sizes, leveled compaction.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fjall::compaction::Leveled;
+use fjall::config::{
+    BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry, PinningPolicy,
+};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+
+use super::engine::{Engine, FilterCounters, Settings, Shape};
+
+/// A fjall database with one keyspace.
+pub struct Fjall {
+    db: Database,
+    keyspace: Keyspace,
+}
+
+impl Fjall {
+    /// Opens (creates) the database in `dir`.
+    pub fn open(dir: &Path, settings: &Settings) -> anyhow::Result<Self> {
+        let db = Database::builder(dir)
+            .cache_size(settings.cache_bytes)
+            .open()?;
+        let bits = settings.bits_per_key as f32;
+        let table_bytes = settings.table_bytes;
+        let memtable_bytes = settings.memtable_bytes;
+        let keyspace = db.keyspace("bench", move || {
+            KeyspaceCreateOptions::default()
+                .max_memtable_size(memtable_bytes)
+                .data_block_compression_policy(CompressionPolicy::disabled())
+                .index_block_compression_policy(CompressionPolicy::disabled())
+                .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
+                    BloomConstructionPolicy::BitsPerKey(bits),
+                )))
+                .filter_block_pinning_policy(PinningPolicy::all(true))
+                .index_block_pinning_policy(PinningPolicy::all(true))
+                .compaction_strategy(Arc::new(
+                    Leveled::default().with_table_target_size(table_bytes),
+                ))
+        })?;
+        Ok(Self { db, keyspace })
+    }
+}
+
+impl Engine for Fjall {
+    fn name(&self) -> &'static str {
+        "fjall"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        Ok(self.keyspace.insert(key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {
+        Ok(self.keyspace.get(key)?.map(|v| v.len()))
+    }
+
+    fn seek(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {
+        match self.keyspace.range(key..).next() {
+            Some(guard) => Ok(Some(guard.value()?.len())),
+            None => Ok(None),
+        }
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        self.keyspace.rotate_memtable_and_wait()?;
+        // fjall has no "wait for compactions": poll until nothing runs or
+        // waits twice in a row.
+        let mut quiet = 0;
+        while quiet < 2 {
+            std::thread::sleep(Duration::from_millis(50));
+            let busy = self.db.outstanding_flushes() > 0 || self.db.active_compactions() > 0;
+            quiet = if busy { 0 } else { quiet + 1 };
+        }
+        Ok(())
+    }
+
+    fn compact(&self) -> anyhow::Result<()> {
+        self.keyspace.rotate_memtable_and_wait()?;
+        Ok(self.keyspace.major_compact()?)
+    }
+
+    fn filter_counters(&self) -> FilterCounters {
+        let metrics = self.keyspace.metrics();
+        FilterCounters {
+            probes: metrics.filter_queries() as u64,
+            negatives: metrics.io_skipped_by_filter() as u64,
+            false_positives: None,
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        Shape {
+            tables: self.keyspace.table_count() as u64,
+            filter_bits_per_key: None,
+        }
+    }
+}

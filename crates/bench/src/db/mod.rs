@@ -1,0 +1,207 @@
+//! `sift-bench db`: whole-engine workloads (db_bench's names) run against
+//! Sift and fjall in one process.
+//!
+//! Each repetition runs every engine once, in an order rotated by one per
+//! repetition, and each engine alone: it is opened on a fresh directory,
+//! loaded, read in two shapes and closed before the next engine starts, so
+//! one engine's background compaction never runs during another's
+//! measurement. Per engine and repetition:
+//!
+//! 1. `fillrandom`: every key once, in random order; then flush and wait
+//!    until no flush or compaction runs. That is the **loaded** shape: many
+//!    tables in several levels, level 0 below its compaction trigger.
+//! 2. `readrandom`, `readmissing`, `seekrandom`, `readwhilewriting` on it.
+//! 3. Full compaction: the **compacted** shape, the same four reads again.
+//! 4. `fillseq` into a second fresh directory.
+//!
+//! Reported: medians over repetitions. See `docs/benchmarks.md`.
+
+mod engine;
+mod fjall;
+mod report;
+mod sift;
+mod workload;
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, bail};
+
+use crate::filters::keys;
+use engine::{Engine, Settings};
+use report::{Row, Sample, Shape};
+use workload::{Keys, Workload};
+
+/// Options of `sift-bench db`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Keys loaded (16 bytes each, values of 100 bytes).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    num: u64,
+
+    /// Operations of each read workload.
+    #[arg(long, default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(1..))]
+    reads: u64,
+
+    /// Repetitions; each runs every engine once, in rotated order.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    reps: u64,
+
+    /// Engines to run (comma-separated): sift, fjall.
+    #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
+    engines: Vec<String>,
+
+    /// Memtable size in MiB (both engines): small, so the load makes many tables.
+    #[arg(long, default_value_t = 8)]
+    memtable_mib: u64,
+
+    /// Target table size in MiB (both engines).
+    #[arg(long, default_value_t = 8)]
+    table_mib: u64,
+
+    /// Block cache in MiB (both engines).
+    #[arg(long, default_value_t = 64)]
+    cache_mib: u64,
+
+    /// Bloom filter bits per key on every level (both engines).
+    #[arg(long, default_value_t = 10.0)]
+    bits_per_key: f64,
+
+    /// Directory for the databases (default: the system's temporary directory).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
+
+    /// Print one JSON object per (engine, workload, shape) and line.
+    #[arg(long)]
+    json: bool,
+
+    /// Seed of the key generator.
+    #[arg(long, default_value_t = 0x5eed_db)]
+    seed: u64,
+}
+
+/// Runs the comparison and prints its table (or JSON lines).
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    for name in &args.engines {
+        if !["sift", "fjall"].contains(&name.as_str()) {
+            bail!("unknown engine {name:?}: choose from sift, fjall");
+        }
+    }
+    let settings = Settings {
+        memtable_bytes: args.memtable_mib << 20,
+        table_bytes: args.table_mib << 20,
+        cache_bytes: args.cache_mib << 20,
+        bits_per_key: args.bits_per_key,
+    };
+    let n = usize::try_from(args.num).context("num does not fit in memory")?;
+    eprintln!(
+        "sift-bench db: num = {n}, reads = {}, reps = {}, memtable = {} MiB, tables = {} MiB, cache = {} MiB, {} bits/key",
+        args.reads, args.reps, args.memtable_mib, args.table_mib, args.cache_mib, args.bits_per_key
+    );
+    eprintln!("machine: {}", crate::filters::report::machine());
+    eprintln!(
+        "load average at start: {}",
+        crate::filters::report::load_average()
+    );
+    let present = keys::generate(args.seed, 0, n);
+    let missing = keys::generate(args.seed, n as u64, n.min(1_000_000));
+    let mut sorted = present.clone();
+    sorted.sort_unstable();
+    let keys = Keys {
+        present: &present,
+        missing: &missing,
+    };
+
+    let mut samples: BTreeMap<(String, Workload, Shape), Vec<Sample>> = BTreeMap::new();
+    for rep in 0..args.reps {
+        let mut order = args.engines.clone();
+        let shift = rep as usize % order.len().max(1);
+        order.rotate_left(shift);
+        for name in &order {
+            eprintln!("rep {}/{}: {name}", rep + 1, args.reps);
+            for (workload, shape, sample) in run_engine(name, args, &settings, &keys, &sorted)? {
+                samples
+                    .entry((name.clone(), workload, shape))
+                    .or_default()
+                    .push(sample);
+            }
+        }
+    }
+    let rows: Vec<Row> = samples
+        .iter()
+        .map(|((engine, workload, shape), s)| Row::summarize(engine, *workload, *shape, s))
+        .collect();
+    if args.json {
+        for row in &rows {
+            println!("{}", row.json()?);
+        }
+    } else {
+        print!("{}", report::table(&rows));
+    }
+    eprintln!(
+        "load average at end: {}",
+        crate::filters::report::load_average()
+    );
+    Ok(())
+}
+
+/// One engine's whole sequence (see the module docs).
+fn run_engine(
+    name: &str,
+    args: &Args,
+    settings: &Settings,
+    keys: &Keys<'_>,
+    sorted: &[keys::Key],
+) -> anyhow::Result<Vec<(Workload, Shape, Sample)>> {
+    let mut out = Vec::new();
+    let dir = scratch(args)?;
+    {
+        let engine = open(name, dir.path(), settings)?;
+        let fill = workload::run_fill(engine.as_ref(), keys.present)?;
+        out.push((
+            Workload::FillRandom,
+            Shape::Load,
+            Sample::of(&fill, engine.as_ref(), dir.path(), false),
+        ));
+        engine.settle()?;
+        for shape in [Shape::Loaded, Shape::Compacted] {
+            if shape == Shape::Compacted {
+                engine.compact()?;
+            }
+            for workload in Workload::READS {
+                eprintln!("  {} ({})", workload.name(), shape.name());
+                let run = workload::run_read(engine.as_ref(), workload, keys, args.reads)?;
+                let all_absent = workload == Workload::ReadMissing;
+                out.push((
+                    workload,
+                    shape,
+                    Sample::of(&run, engine.as_ref(), dir.path(), all_absent),
+                ));
+            }
+        }
+    }
+    let dir = scratch(args)?;
+    let engine = open(name, dir.path(), settings)?;
+    let fill = workload::run_fill(engine.as_ref(), sorted)?;
+    out.push((
+        Workload::FillSeq,
+        Shape::Load,
+        Sample::of(&fill, engine.as_ref(), dir.path(), false),
+    ));
+    Ok(out)
+}
+
+fn open(name: &str, dir: &std::path::Path, settings: &Settings) -> anyhow::Result<Box<dyn Engine>> {
+    Ok(match name {
+        "sift" => Box::new(sift::Sift::open(dir, settings)?),
+        "fjall" => Box::new(fjall::Fjall::open(dir, settings)?),
+        other => bail!("unknown engine {other:?}"),
+    })
+}
+
+fn scratch(args: &Args) -> anyhow::Result<tempfile::TempDir> {
+    let dir = match &args.dir {
+        Some(parent) => tempfile::tempdir_in(parent),
+        None => tempfile::tempdir(),
+    };
+    dir.context("cannot create a scratch directory")
+}

@@ -1,0 +1,249 @@
+//! The named workloads (db_bench's names) and what one run of one measures.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::ensure;
+use sift_filter::mix64;
+
+use super::engine::{Engine, FilterCounters};
+use crate::filters::keys::Key;
+
+/// Bytes of every value, as db_bench's default.
+pub const VALUE_LEN: usize = 100;
+
+/// A workload of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Workload {
+    /// Keys inserted in ascending order.
+    FillSeq,
+    /// Keys inserted in random order.
+    FillRandom,
+    /// Point lookups of present keys.
+    ReadRandom,
+    /// Point lookups of absent keys drawn from the same distribution, so
+    /// they fall inside every table's key range: only filters reject them.
+    ReadMissing,
+    /// Seek to a random present key and read the entry there.
+    SeekRandom,
+    /// `ReadRandom` on one thread while another overwrites random keys.
+    ReadWhileWriting,
+}
+
+impl Workload {
+    /// db_bench's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FillSeq => "fillseq",
+            Self::FillRandom => "fillrandom",
+            Self::ReadRandom => "readrandom",
+            Self::ReadMissing => "readmissing",
+            Self::SeekRandom => "seekrandom",
+            Self::ReadWhileWriting => "readwhilewriting",
+        }
+    }
+
+    /// Every workload that reads (run in both shapes).
+    pub const READS: [Self; 4] = [
+        Self::ReadRandom,
+        Self::ReadMissing,
+        Self::SeekRandom,
+        Self::ReadWhileWriting,
+    ];
+}
+
+/// What one run of one workload measured.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Run {
+    /// Operations timed.
+    pub ops: u64,
+    /// Wall-clock time of the timed operations.
+    pub wall: Duration,
+    /// CPU time of the whole process (every thread, background work
+    /// included) over the same interval.
+    pub cpu: Duration,
+    /// Filter counters over the run.
+    pub filters: FilterCounters,
+}
+
+/// The deterministic value of key number `i` (100 bytes, incompressible).
+pub fn value(i: u64, version: u64) -> [u8; VALUE_LEN] {
+    let mut out = [0u8; VALUE_LEN];
+    for (chunk, word) in out.chunks_mut(8).zip(0u64..) {
+        let bytes =
+            mix64(i ^ (version << 48) ^ word.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    out
+}
+
+/// The `i`-th index of a pseudo-random sequence over `0..n` (fixed seed).
+fn pick(i: u64, n: usize, seed: u64) -> usize {
+    ((u128::from(mix64(seed ^ i)) * n as u128) >> 64) as usize
+}
+
+/// The inputs of the read workloads.
+pub struct Keys<'a> {
+    /// Keys present in the store.
+    pub present: &'a [Key],
+    /// Keys never written.
+    pub missing: &'a [Key],
+}
+
+/// Runs `workload` (a read) for `ops` operations and checks every answer:
+/// present keys are found, missing ones are not.
+pub fn run_read(
+    engine: &dyn Engine,
+    workload: Workload,
+    keys: &Keys<'_>,
+    ops: u64,
+) -> anyhow::Result<Run> {
+    timed(engine, ops, || match workload {
+        Workload::ReadRandom => read_present(engine, keys.present, ops, 1),
+        Workload::ReadMissing => {
+            for i in 0..ops {
+                let key = &keys.missing[pick(i, keys.missing.len(), 2)];
+                ensure!(
+                    engine.get(key)?.is_none(),
+                    "{}: a missing key was found",
+                    engine.name()
+                );
+            }
+            Ok(())
+        }
+        Workload::SeekRandom => {
+            for i in 0..ops {
+                let key = &keys.present[pick(i, keys.present.len(), 3)];
+                ensure!(
+                    engine.seek(key)? == Some(VALUE_LEN),
+                    "{}: seek to a present key found nothing",
+                    engine.name()
+                );
+            }
+            Ok(())
+        }
+        Workload::ReadWhileWriting => {
+            let done = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                let writer = scope.spawn(|| overwrite_until(engine, keys.present, &done));
+                let read = read_present(engine, keys.present, ops, 4);
+                done.store(true, Ordering::Relaxed);
+                let written = writer
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("writer thread panicked"))?;
+                read.and(written)
+            })
+        }
+        Workload::FillSeq | Workload::FillRandom => {
+            anyhow::bail!("{} is not a read", workload.name())
+        }
+    })
+}
+
+/// Inserts `keys` in the given order, each with its first value.
+pub fn run_fill(engine: &dyn Engine, keys: &[Key]) -> anyhow::Result<Run> {
+    timed(engine, keys.len() as u64, || {
+        for (i, key) in keys.iter().enumerate() {
+            engine.put(key, &value(i as u64, 0))?;
+        }
+        Ok(())
+    })
+}
+
+fn read_present(engine: &dyn Engine, present: &[Key], ops: u64, seed: u64) -> anyhow::Result<()> {
+    for i in 0..ops {
+        let key = &present[pick(i, present.len(), seed)];
+        ensure!(
+            engine.get(key)? == Some(VALUE_LEN),
+            "{}: a present key was not found",
+            engine.name()
+        );
+    }
+    Ok(())
+}
+
+fn overwrite_until(engine: &dyn Engine, present: &[Key], done: &AtomicBool) -> anyhow::Result<()> {
+    let mut i = 0u64;
+    while !done.load(Ordering::Relaxed) {
+        let at = pick(i, present.len(), 5);
+        engine.put(&present[at], &value(at as u64, 1 + i))?;
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Times `body`, which performs `ops` operations on `engine`.
+fn timed(
+    engine: &dyn Engine,
+    ops: u64,
+    body: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<Run> {
+    let filters_before = engine.filter_counters();
+    let cpu_before = process_cpu();
+    let start = Instant::now();
+    body()?;
+    let wall = start.elapsed();
+    let cpu = process_cpu().saturating_sub(cpu_before);
+    let after = engine.filter_counters();
+    Ok(Run {
+        ops,
+        wall,
+        cpu,
+        filters: FilterCounters {
+            probes: after.probes - filters_before.probes,
+            negatives: after.negatives - filters_before.negatives,
+            false_positives: after
+                .false_positives
+                .zip(filters_before.false_positives)
+                .map(|(a, b)| a - b),
+        },
+    })
+}
+
+/// User + system CPU time of this process, all threads, from
+/// `/proc/self/stat` (fields 14 and 15, in clock ticks of 10 ms: Linux's
+/// `USER_HZ` is 100 on every mainstream architecture). Zero elsewhere.
+fn process_cpu() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    // The command name (field 2) may hold spaces; fields after it do not.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return Duration::ZERO;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // `rest` starts at field 3, so fields 14 and 15 are at 11 and 12.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_stay_in_range_and_values_differ_by_version() {
+        for i in 0..10_000 {
+            assert!(pick(i, 7, 1) < 7);
+        }
+        assert_ne!(value(1, 0), value(1, 1));
+        assert_ne!(value(1, 0), value(2, 0));
+        assert_eq!(value(3, 4), value(3, 4));
+    }
+
+    #[test]
+    fn process_cpu_advances_with_work() {
+        let before = process_cpu();
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(100) {
+            x = std::hint::black_box(mix64(x));
+        }
+        assert!(process_cpu() > before);
+    }
+}
