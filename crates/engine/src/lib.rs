@@ -47,5 +47,7 @@ pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
 pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use key::SeqNo;
-pub use options::{BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions};
+pub use options::{
+    BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions,
+};
 pub use sstable::{TableFile, TableSummary};

@@ -19,7 +19,11 @@ fn builder(fs: &FaultInjectionFs) -> siftdb::DbBuilder {
         .memtable_bytes(8 << 10)
         .table_target_bytes(8 << 10)
         .block_bytes(512)
-        .compaction_style(CompactionStyle::Leveled { l0_trigger: 2, size_ratio: 3, l1_bytes: 16 << 10 })
+        .compaction_style(CompactionStyle::Leveled {
+            l0_trigger: 2,
+            size_ratio: 3,
+            l1_bytes: 16 << 10,
+        })
         .background_threads(false)
 }
 
@@ -57,7 +61,10 @@ fn build() -> (FaultInjectionFs, Vec<Model>) {
         states.push(model.clone());
     }
     let stats = db.stats();
-    assert!(stats.levels.iter().filter(|l| l.tables > 0).count() >= 2, "{stats:?}");
+    assert!(
+        stats.levels.iter().filter(|l| l.tables > 0).count() >= 2,
+        "{stats:?}"
+    );
     drop(db);
     (fs, states)
 }
@@ -107,28 +114,49 @@ fn damages(len: usize) -> Vec<Damage> {
 fn files(fs: &FaultInjectionFs) -> Vec<PathBuf> {
     let mut names = fs.list(Path::new(DIR)).unwrap();
     names.sort();
-    names.into_iter().filter(|n| n != "LOCK").map(|n| Path::new(DIR).join(n)).collect()
+    names
+        .into_iter()
+        .filter(|n| n != "LOCK")
+        .map(|n| Path::new(DIR).join(n))
+        .collect()
 }
 
 #[test]
 fn every_damaged_file_is_reported_or_recovered_correctly() {
     let (fs, states) = build();
     let model = states.last().unwrap().clone();
-    let keys: Vec<Vec<u8>> = states.iter().flat_map(|s| s.keys().cloned()).chain([b"key0000".to_vec()]).collect();
+    let keys: Vec<Vec<u8>> = states
+        .iter()
+        .flat_map(|s| s.keys().cloned())
+        .chain([b"key0000".to_vec()])
+        .collect();
     let files = files(&fs);
-    let kinds: Vec<&str> = files.iter().filter_map(|p| p.extension().and_then(|e| e.to_str())).collect();
-    assert!(kinds.contains(&"sst") && kinds.contains(&"wal"), "{files:?}");
+    let kinds: Vec<&str> = files
+        .iter()
+        .filter_map(|p| p.extension().and_then(|e| e.to_str()))
+        .collect();
+    assert!(
+        kinds.contains(&"sst") && kinds.contains(&"wal"),
+        "{files:?}"
+    );
     let mut outcomes = BTreeMap::<String, (usize, usize)>::new();
     for path in &files {
         let original = fs.contents(path).unwrap();
-        let kind = path.extension().map_or("CURRENT/MANIFEST".to_owned(), |e| e.to_string_lossy().into_owned());
+        let kind = path.extension().map_or("CURRENT/MANIFEST".to_owned(), |e| {
+            e.to_string_lossy().into_owned()
+        });
         for damage in damages(original.len()) {
             let copy = fs.crash();
             copy.set_contents(path, damaged(&original, damage)).unwrap();
             let tally = outcomes.entry(kind.clone()).or_default();
             match read_all(&copy, &keys) {
                 Err(Error::Corruption { path: reported, .. }) => {
-                    assert_eq!(&reported, path, "{damage:?} in {} reported against another file", path.display());
+                    assert_eq!(
+                        &reported,
+                        path,
+                        "{damage:?} in {} reported against another file",
+                        path.display()
+                    );
                     tally.0 += 1;
                 }
                 Err(other) => panic!("{damage:?} in {}: unexpected error {other}", path.display()),
@@ -137,9 +165,18 @@ fn every_damaged_file_is_reported_or_recovered_correctly() {
                     // damage: the result must be the state after a prefix.
                     let is_wal = kind == "wal";
                     let acceptable = |m: &Model| *m == model || (is_wal && states.contains(m));
-                    assert!(acceptable(&scanned), "{damage:?} in {}: wrong data from a scan", path.display());
+                    assert!(
+                        acceptable(&scanned),
+                        "{damage:?} in {}: wrong data from a scan",
+                        path.display()
+                    );
                     let expected_gets: Model = scanned.clone();
-                    assert_eq!(got, expected_gets, "{damage:?} in {}: get disagrees with scan", path.display());
+                    assert_eq!(
+                        got,
+                        expected_gets,
+                        "{damage:?} in {}: get disagrees with scan",
+                        path.display()
+                    );
                     tally.1 += 1;
                 }
             }
@@ -148,6 +185,9 @@ fn every_damaged_file_is_reported_or_recovered_correctly() {
     // Damage anywhere but a table's filter block or the WAL tail must be
     // detected: most damaged tables and manifests are reported.
     for (kind, (reported, recovered)) in &outcomes {
-        assert!(*reported > 0, "{kind}: no damage was ever reported ({recovered} clean recoveries)");
+        assert!(
+            *reported > 0,
+            "{kind}: no damage was ever reported ({recovered} clean recoveries)"
+        );
     }
 }

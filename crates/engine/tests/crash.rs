@@ -20,7 +20,11 @@ fn open(fs: &FaultInjectionFs) -> Db {
         .memtable_bytes(4096)
         .table_target_bytes(4096)
         .block_bytes(256)
-        .compaction_style(CompactionStyle::Leveled { l0_trigger: 2, size_ratio: 3, l1_bytes: 8 << 10 })
+        .compaction_style(CompactionStyle::Leveled {
+            l0_trigger: 2,
+            size_ratio: 3,
+            l1_bytes: 8 << 10,
+        })
         .background_threads(false)
         .open()
         .unwrap()
@@ -106,8 +110,14 @@ const CHILD_DIR: &str = "SIFT_CRASH_CHILD_DIR";
 /// acknowledgement on stdout, until killed.
 #[test]
 fn child_writer() {
-    let Ok(dir) = std::env::var(CHILD_DIR) else { return };
-    let db = Db::builder(&dir).memtable_bytes(64 << 10).table_target_bytes(64 << 10).open().unwrap();
+    let Ok(dir) = std::env::var(CHILD_DIR) else {
+        return;
+    };
+    let db = Db::builder(&dir)
+        .memtable_bytes(64 << 10)
+        .table_target_bytes(64 << 10)
+        .open()
+        .unwrap();
     let start = db.range::<Vec<u8>, _>(..).count();
     for i in start.. {
         let mut batch = WriteBatch::new();
@@ -143,7 +153,10 @@ fn killed_writer_loses_no_acknowledged_write() {
             BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
-                .filter_map(|line| line.strip_prefix("acked ").and_then(|n| n.parse::<u64>().ok()))
+                .filter_map(|line| {
+                    line.strip_prefix("acked ")
+                        .and_then(|n| n.parse::<u64>().ok())
+                })
                 .last()
         });
         std::thread::sleep(Duration::from_millis(delay_ms));
@@ -153,17 +166,30 @@ fn killed_writer_loses_no_acknowledged_write() {
             acked = Some(acked.map_or(last, |a| a.max(last)));
         }
         let db = Db::open(dir.path()).unwrap();
-        let all: BTreeMap<Vec<u8>, Vec<u8>> = db.range::<Vec<u8>, _>(..).map(Result::unwrap).collect();
+        let all: BTreeMap<Vec<u8>, Vec<u8>> =
+            db.range::<Vec<u8>, _>(..).map(Result::unwrap).collect();
         let keys = all.keys().filter(|k| k.starts_with(b"key")).count() as u64;
         let pairs = all.keys().filter(|k| k.starts_with(b"pair")).count() as u64;
         assert_eq!(keys, pairs, "round {round}: a batch was half applied");
         if let Some(acked) = acked {
-            assert!(keys > acked, "round {round}: acknowledged write {acked} lost ({keys} keys)");
+            assert!(
+                keys > acked,
+                "round {round}: acknowledged write {acked} lost ({keys} keys)"
+            );
         }
         for i in 0..keys {
-            assert_eq!(all.get(format!("key{i:08}").as_bytes()), Some(&format!("value{i}").repeat(20).into_bytes()));
-            assert_eq!(all.get(format!("pair{i:08}").as_bytes()), Some(&format!("{i}").into_bytes()));
+            assert_eq!(
+                all.get(format!("key{i:08}").as_bytes()),
+                Some(&format!("value{i}").repeat(20).into_bytes())
+            );
+            assert_eq!(
+                all.get(format!("pair{i:08}").as_bytes()),
+                Some(&format!("{i}").into_bytes())
+            );
         }
     }
-    assert!(acked.is_some_and(|a| a > 0), "the child never acknowledged a write");
+    assert!(
+        acked.is_some_and(|a| a > 0),
+        "the child never acknowledged a write"
+    );
 }

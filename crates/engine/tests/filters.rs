@@ -18,7 +18,9 @@ fn overlapping_tables(policy: FilterPolicy) -> Db {
     let db = Db::builder(Path::new("/db"))
         .file_system(Arc::new(fs))
         .memtable_bytes(64 << 20)
-        .compaction_style(CompactionStyle::Tiered { runs_per_level: 1000 })
+        .compaction_style(CompactionStyle::Tiered {
+            runs_per_level: 1000,
+        })
         .l0_stall_runs(2000, 2001)
         .filter_policy(policy)
         .background_threads(false)
@@ -52,15 +54,25 @@ fn missing_keys_read_almost_no_blocks_and_hash_once() {
     let blocks = after.data_blocks_read - before.data_blocks_read;
     let false_positives = after.filter_false_positives - before.filter_false_positives;
     assert_eq!(gets, lookups);
-    assert_eq!(after.key_hashes - before.key_hashes, lookups, "one hash per lookup");
+    assert_eq!(
+        after.key_hashes - before.key_hashes,
+        lookups,
+        "one hash per lookup"
+    );
     assert_eq!(probes, lookups * TABLES, "every table's filter is probed");
     // At 10 bits/key the blocked Bloom FPR is about 1%; a false positive
     // costs one block. Expected blocks = probes * p with p ~ 0.0097; the
     // bound is 5 standard deviations above p = 0.012.
     let p = 0.012;
     let bound = probes as f64 * p + 5.0 * (probes as f64 * p * (1.0 - p)).sqrt();
-    assert!((blocks as f64) < bound, "{blocks} blocks read for {lookups} missing keys ({probes} probes)");
-    assert_eq!(blocks, false_positives, "each false positive reads one block, nothing else does");
+    assert!(
+        (blocks as f64) < bound,
+        "{blocks} blocks read for {lookups} missing keys ({probes} probes)"
+    );
+    assert_eq!(
+        blocks, false_positives,
+        "each false positive reads one block, nothing else does"
+    );
 }
 
 #[test]
@@ -80,7 +92,10 @@ fn without_filters_every_table_is_read() {
 fn present_keys_are_found_through_the_filters() {
     let db = overlapping_tables(FilterPolicy::default());
     for i in (0..TABLES * KEYS_PER_TABLE).step_by(97) {
-        assert_eq!(db.get((2 * i).to_be_bytes()).unwrap().as_deref(), Some(&b"value"[..]));
+        assert_eq!(
+            db.get((2 * i).to_be_bytes()).unwrap().as_deref(),
+            Some(&b"value"[..])
+        );
     }
     let stats = db.stats();
     assert_eq!(stats.key_hashes, stats.gets);

@@ -101,16 +101,32 @@ fn in_range(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
     above && below
 }
 
-fn expected_range(model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, rev: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out: Vec<_> = model.iter().filter(|(k, _)| in_range(k, lo, hi)).map(|(k, v)| (k.clone(), v.clone())).collect();
+fn expected_range(
+    model: &Model,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    rev: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<_> = model
+        .iter()
+        .filter(|(k, _)| in_range(k, lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     if rev {
         out.reverse();
     }
     out
 }
 
-fn collect(iter: impl DoubleEndedIterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>, rev: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
-    if rev { iter.rev().map(Result::unwrap).collect() } else { iter.map(Result::unwrap).collect() }
+fn collect(
+    iter: impl DoubleEndedIterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>,
+    rev: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    if rev {
+        iter.rev().map(Result::unwrap).collect()
+    } else {
+        iter.map(Result::unwrap).collect()
+    }
 }
 
 fn run(ops: Vec<Op>, style: CompactionStyle, background: bool) {
@@ -150,11 +166,19 @@ fn run(ops: Vec<Op>, style: CompactionStyle, background: bool) {
             }
             Op::Range(lo, hi, rev) => {
                 let got = collect(db.range::<Vec<u8>, _>((lo.clone(), hi.clone())), rev);
-                assert_eq!(got, expected_range(&model, &lo, &hi, rev), "range {lo:?}..{hi:?} rev={rev}");
+                assert_eq!(
+                    got,
+                    expected_range(&model, &lo, &hi, rev),
+                    "range {lo:?}..{hi:?} rev={rev}"
+                );
             }
             Op::Prefix(p, rev) => {
                 let got = collect(db.prefix(&p), rev);
-                let mut want: Vec<_> = model.iter().filter(|(k, _)| k.starts_with(&p)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut want: Vec<_> = model
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(&p))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 if rev {
                     want.reverse();
                 }
@@ -166,10 +190,17 @@ fn run(ops: Vec<Op>, style: CompactionStyle, background: bool) {
                     continue;
                 }
                 let (snapshot, seen) = &snapshots[i % snapshots.len()];
-                assert_eq!(snapshot.get(&k).unwrap(), seen.get(&k).cloned(), "snapshot get {k:?}");
+                assert_eq!(
+                    snapshot.get(&k).unwrap(),
+                    seen.get(&k).cloned(),
+                    "snapshot get {k:?}"
+                );
                 if scan {
                     let got = collect(snapshot.range::<Vec<u8>, _>(..), true);
-                    assert_eq!(got, expected_range(seen, &Bound::Unbounded, &Bound::Unbounded, true));
+                    assert_eq!(
+                        got,
+                        expected_range(seen, &Bound::Unbounded, &Bound::Unbounded, true)
+                    );
                 }
             }
             Op::DropSnapshot(i) => {
@@ -196,12 +227,18 @@ fn run(ops: Vec<Op>, style: CompactionStyle, background: bool) {
         }
     }
     let all = collect(db.range::<Vec<u8>, _>(..), false);
-    assert_eq!(all, expected_range(&model, &Bound::Unbounded, &Bound::Unbounded, false));
+    assert_eq!(
+        all,
+        expected_range(&model, &Bound::Unbounded, &Bound::Unbounded, false)
+    );
     drop(snapshots);
     drop(db);
     let db = open(&fs, &style, background);
     let all = collect(db.range::<Vec<u8>, _>(..), true);
-    assert_eq!(all, expected_range(&model, &Bound::Unbounded, &Bound::Unbounded, true));
+    assert_eq!(
+        all,
+        expected_range(&model, &Bound::Unbounded, &Bound::Unbounded, true)
+    );
 }
 
 proptest! {

@@ -58,7 +58,21 @@ pub(crate) struct CompactionTask {
 }
 
 /// The next compaction the style calls for, avoiding `busy` tables.
-pub(crate) fn plan(levels: &[LevelShape], style: &CompactionStyle, busy: &BTreeSet<u64>, target_table_bytes: u64) -> Option<CompactionTask> { todo!() }
+pub(crate) fn plan(
+    levels: &[LevelShape],
+    style: &CompactionStyle,
+    busy: &BTreeSet<u64>,
+    target_table_bytes: u64,
+) -> Option<CompactionTask> {
+    todo!()
+}
 
 /// Compactions that move every table overlapping `range` (all when `None`) into one run of the last level.
-pub(crate) fn plan_full(levels: &[LevelShape], style: &CompactionStyle, target_table_bytes: u64, range: Option<(&[u8], &[u8])>) -> Vec<CompactionTask> { todo!() }
+pub(crate) fn plan_full(
+    levels: &[LevelShape],
+    style: &CompactionStyle,
+    target_table_bytes: u64,
+    range: Option<(&[u8], &[u8])>,
+) -> Vec<CompactionTask> {
+    todo!()
+}

@@ -70,8 +70,12 @@ fn run(inner: &Inner, job: Job) {
         // bump the generation first, so no change slips between the check
         // and the wait.
         let mut state = lock(&inner.state);
-        while inner.generation() == seen && !state.shutting_down && state.background_error.is_none() {
-            state = inner.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+        while inner.generation() == seen && !state.shutting_down && state.background_error.is_none()
+        {
+            state = inner
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
         }
     }
 }
@@ -88,7 +92,10 @@ impl Inner {
             let mut state = lock(&self.state);
             Self::check_background_error(&state)?;
             while !self.current().immutables.is_empty() || state.compacting {
-                state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+                state = self
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
                 Self::check_background_error(&state)?;
             }
             drop(state);

@@ -162,15 +162,43 @@ impl DbBuilder {
 
     fn validate(&self) -> Result<()> {
         let o = &self.options;
-        let check = |ok: bool, what: &str| if ok { Ok(()) } else { Err(Error::InvalidArgument(what.to_owned())) };
-        check(o.memtable_bytes >= 4096, "memtable_bytes must be at least 4096")?;
-        check(o.max_immutable_memtables >= 1, "max_immutable_memtables must be at least 1")?;
-        check(o.table_target_bytes >= 4096, "table_target_bytes must be at least 4096")?;
-        check((256..=(16 << 20)).contains(&o.block_bytes), "block_bytes must be within 256 B ..= 16 MiB")?;
-        check(o.l0_slowdown_runs >= 1 && o.l0_stop_runs > o.l0_slowdown_runs, "l0 stall runs: need 1 <= slowdown < stop")?;
+        let check = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument(what.to_owned()))
+            }
+        };
+        check(
+            o.memtable_bytes >= 4096,
+            "memtable_bytes must be at least 4096",
+        )?;
+        check(
+            o.max_immutable_memtables >= 1,
+            "max_immutable_memtables must be at least 1",
+        )?;
+        check(
+            o.table_target_bytes >= 4096,
+            "table_target_bytes must be at least 4096",
+        )?;
+        check(
+            (256..=(16 << 20)).contains(&o.block_bytes),
+            "block_bytes must be within 256 B ..= 16 MiB",
+        )?;
+        check(
+            o.l0_slowdown_runs >= 1 && o.l0_stop_runs > o.l0_slowdown_runs,
+            "l0 stall runs: need 1 <= slowdown < stop",
+        )?;
         match o.compaction {
-            CompactionStyle::Leveled { l0_trigger, size_ratio, l1_bytes } => {
-                check(l0_trigger >= 1 && l0_trigger < o.l0_stop_runs, "l0_trigger must be within 1 .. l0 stop runs")?;
+            CompactionStyle::Leveled {
+                l0_trigger,
+                size_ratio,
+                l1_bytes,
+            } => {
+                check(
+                    l0_trigger >= 1 && l0_trigger < o.l0_stop_runs,
+                    "l0_trigger must be within 1 .. l0 stop runs",
+                )?;
                 check(size_ratio >= 2, "size_ratio must be at least 2")?;
                 check(l1_bytes >= 4096, "l1_bytes must be at least 4096")?;
             }
@@ -182,12 +210,21 @@ impl DbBuilder {
         let bits_ok = |b: f64| b.is_finite() && (0.0..=64.0).contains(&b);
         match &policy.bits_per_key {
             crate::BitsPerKey::PerLevel(per_level) => {
-                check(per_level.values().iter().all(|&b| bits_ok(b)), "bits per key must be within 0 ..= 64")?;
+                check(
+                    per_level.values().iter().all(|&b| bits_ok(b)),
+                    "bits per key must be within 0 ..= 64",
+                )?;
             }
             crate::BitsPerKey::Monkey { average } => {
-                check(bits_ok(*average), "Monkey average bits per key must be within 0 ..= 64")?;
+                check(
+                    bits_ok(*average),
+                    "Monkey average bits per key must be within 0 ..= 64",
+                )?;
             }
         }
-        check(policy.partition_keys >= 1, "partition_keys must be at least 1")
+        check(
+            policy.partition_keys >= 1,
+            "partition_keys must be at least 1",
+        )
     }
 }

@@ -19,7 +19,12 @@ impl Inner {
     pub(crate) fn compact_once(&self) -> Result<bool> {
         let _one_at_a_time = lock(&self.compaction_lock);
         let version = Arc::clone(&self.current().version);
-        let task = plan(&version.shape(), &self.options.compaction, &BTreeSet::new(), self.options.table_target_bytes);
+        let task = plan(
+            &version.shape(),
+            &self.options.compaction,
+            &BTreeSet::new(),
+            self.options.table_target_bytes,
+        );
         match task {
             Some(task) => self.run(&version, &task).map(|()| true),
             None => Ok(false),
@@ -34,8 +39,15 @@ impl Inner {
         // Each step plans against the version the previous step produced.
         loop {
             let version = Arc::clone(&self.current().version);
-            let tasks = plan_full(&version.shape(), &self.options.compaction, self.options.table_target_bytes, range);
-            let Some(task) = tasks.into_iter().next() else { return Ok(()) };
+            let tasks = plan_full(
+                &version.shape(),
+                &self.options.compaction,
+                self.options.table_target_bytes,
+                range,
+            );
+            let Some(task) = tasks.into_iter().next() else {
+                return Ok(());
+            };
             self.run(&version, &task)?;
         }
     }
@@ -62,7 +74,9 @@ impl Inner {
         let sources: Vec<BoxedSource<'static>> = inputs
             .iter()
             .map(|t| {
-                let iter = t.table.iter(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+                let iter = t
+                    .table
+                    .iter(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
                 Box::new(iter) as BoxedSource<'static>
             })
             .collect();
@@ -160,7 +174,10 @@ impl<I: Iterator<Item = Result<Entry>>> Iterator for GarbageFilter<I> {
             }
             // The newest version every snapshot sees is a tombstone and no
             // older version can lie below: nothing is left to hide.
-            if self.bottommost && entry.key.kind == ValueKind::Delete && entry.key.seq <= self.oldest_snapshot {
+            if self.bottommost
+                && entry.key.kind == ValueKind::Delete
+                && entry.key.seq <= self.oldest_snapshot
+            {
                 continue;
             }
             return Some(Ok(entry));
@@ -174,10 +191,17 @@ mod tests {
     use crate::key::InternalKey;
 
     fn entry(key: &str, seq: SeqNo, kind: ValueKind) -> Result<Entry> {
-        Ok(Entry { key: InternalKey::new(key.as_bytes(), seq, kind), value: Vec::new() })
+        Ok(Entry {
+            key: InternalKey::new(key.as_bytes(), seq, kind),
+            value: Vec::new(),
+        })
     }
 
-    fn kept(entries: Vec<Result<Entry>>, oldest_snapshot: SeqNo, bottommost: bool) -> Vec<(String, SeqNo)> {
+    fn kept(
+        entries: Vec<Result<Entry>>,
+        oldest_snapshot: SeqNo,
+        bottommost: bool,
+    ) -> Vec<(String, SeqNo)> {
         GarbageFilter::new(entries.into_iter(), oldest_snapshot, bottommost)
             .map(|e| e.unwrap())
             .map(|e| (String::from_utf8(e.key.user_key).unwrap(), e.key.seq))
@@ -194,15 +218,26 @@ mod tests {
                 entry("b", 2, ValueKind::Value),
             ]
         };
-        assert_eq!(kept(input(), 100, false), [("a".into(), 9), ("b".into(), 2)]);
+        assert_eq!(
+            kept(input(), 100, false),
+            [("a".into(), 9), ("b".into(), 2)]
+        );
         // A snapshot at 7 sees a@6: a@3 is hidden from it and from everyone.
-        assert_eq!(kept(input(), 7, false), [("a".into(), 9), ("a".into(), 6), ("b".into(), 2)]);
+        assert_eq!(
+            kept(input(), 7, false),
+            [("a".into(), 9), ("a".into(), 6), ("b".into(), 2)]
+        );
         assert_eq!(kept(input(), 4, false).len(), 4);
     }
 
     #[test]
     fn tombstones_go_only_at_the_bottom_and_when_every_snapshot_sees_them() {
-        let input = || vec![entry("a", 5, ValueKind::Delete), entry("a", 2, ValueKind::Value)];
+        let input = || {
+            vec![
+                entry("a", 5, ValueKind::Delete),
+                entry("a", 2, ValueKind::Value),
+            ]
+        };
         assert_eq!(kept(input(), 100, true), Vec::<(String, SeqNo)>::new());
         assert_eq!(kept(input(), 100, false), [("a".into(), 5)]);
         assert_eq!(kept(input(), 3, true), [("a".into(), 5), ("a".into(), 2)]);

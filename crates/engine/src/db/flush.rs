@@ -38,11 +38,24 @@ impl Inner {
         };
         let entries = memtable.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
         let id = self.new_file_number();
-        let outputs = self.write_tables(entries, 0, OutputRun::New, Some(id), &current.version, u64::MAX, false)?;
+        let outputs = self.write_tables(
+            entries,
+            0,
+            OutputRun::New,
+            Some(id),
+            &current.version,
+            u64::MAX,
+            false,
+        )?;
         let mut state = lock(&self.state);
         let now = self.current();
         // The WAL of the next memtable to flush is the oldest still needed.
-        let remaining: Vec<_> = now.immutables.iter().filter(|m| !Arc::ptr_eq(m, &memtable)).cloned().collect();
+        let remaining: Vec<_> = now
+            .immutables
+            .iter()
+            .filter(|m| !Arc::ptr_eq(m, &memtable))
+            .cloned()
+            .collect();
         let log_number = remaining.last().unwrap_or(&now.active).wal_number();
         let edit = VersionEdit {
             log_number: Some(log_number),
@@ -82,7 +95,10 @@ impl Inner {
             let mut state = lock(&self.state);
             while !self.current().immutables.is_empty() {
                 Self::check_background_error(&state)?;
-                state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+                state = self
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
             }
             Ok(())
         } else {
@@ -102,7 +118,10 @@ impl Inner {
     /// Writes `entries` (sorted, already filtered) as tables of `level`,
     /// cut near `target_bytes` at user-key boundaries. The first table gets
     /// `first_id` if given. `run` names the run they join.
-    #[expect(clippy::too_many_arguments, reason = "one call site each for flush and compaction; a struct would only rename them")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site each for flush and compaction; a struct would only rename them"
+    )]
     pub(crate) fn write_tables(
         &self,
         entries: impl Iterator<Item = Result<Entry>>,
@@ -113,7 +132,10 @@ impl Inner {
         target_bytes: u64,
         abort_on_shutdown: bool,
     ) -> Result<Outputs> {
-        let mut outputs = Outputs { metas: Vec::new(), opened: BTreeMap::new() };
+        let mut outputs = Outputs {
+            metas: Vec::new(),
+            opened: BTreeMap::new(),
+        };
         let mut builder: Option<(u64, TableBuilder)> = None;
         let mut run_id = match run {
             OutputRun::Existing(id) => Some(id),
@@ -133,7 +155,10 @@ impl Inner {
             let new_user_key = last_user_key.as_deref() != Some(&entry.key.user_key[..]);
             if new_user_key {
                 hash = KeyHash::of(&entry.key.user_key);
-                if builder.as_ref().is_some_and(|(_, b)| b.estimated_size() >= target_bytes) {
+                if builder
+                    .as_ref()
+                    .is_some_and(|(_, b)| b.estimated_size() >= target_bytes)
+                {
                     if let Some((id, done)) = builder.take() {
                         self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
                     }
@@ -143,7 +168,11 @@ impl Inner {
             if builder.is_none() {
                 let id = first_id.take().unwrap_or_else(|| self.new_file_number());
                 let path = self.file(&filenames::table(id));
-                let file = self.options.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+                let file = self
+                    .options
+                    .fs
+                    .create(&path)
+                    .map_err(|e| Error::io(&path, e))?;
                 let options = TableOptions {
                     block_bytes: self.options.block_bytes,
                     restart_interval: self.options.restart_interval,
@@ -163,7 +192,10 @@ impl Inner {
         // The edit naming these tables must never reach the manifest before
         // their names are durable.
         let dir = &self.options.path;
-        self.options.fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+        self.options
+            .fs
+            .sync_dir(dir)
+            .map_err(|e| Error::io(dir, e))?;
         Ok(outputs)
     }
 
@@ -177,7 +209,12 @@ impl Inner {
     ) -> Result<()> {
         let props = builder.finish()?;
         let path = self.file(&filenames::table(id));
-        let table = Arc::new(Table::open(self.options.fs.as_ref(), path, id, Arc::clone(&self.cache))?);
+        let table = Arc::new(Table::open(
+            self.options.fs.as_ref(),
+            path,
+            id,
+            Arc::clone(&self.cache),
+        )?);
         let meta = TableMeta {
             id,
             level: level as u32,
@@ -189,7 +226,11 @@ impl Inner {
             min_seq: props.min_seq,
             max_seq: props.max_seq,
         };
-        let live = Arc::new(LiveTable::new(meta.clone(), table, Arc::clone(&self.options.fs)));
+        let live = Arc::new(LiveTable::new(
+            meta.clone(),
+            table,
+            Arc::clone(&self.options.fs),
+        ));
         outputs.opened.insert(id, live);
         outputs.metas.push(meta);
         Ok(())
@@ -204,11 +245,19 @@ impl Inner {
 
     /// The filter a table written to `level` gets, under the policy.
     /// `entries_at_level` counts the level's entries including the new ones.
-    pub(crate) fn filter_choice(&self, level: usize, version: &Version, entries_at_level: u64) -> FilterChoice {
+    pub(crate) fn filter_choice(
+        &self,
+        level: usize,
+        version: &Version,
+        entries_at_level: u64,
+    ) -> FilterChoice {
         let policy = &self.options.filter_policy;
         let deepest = version.levels.len().saturating_sub(1).max(level);
         if policy.optimize_filters_for_hits && level > 0 && level == deepest {
-            return FilterChoice { kind: FilterKindChoice::None, bits_per_key: 0.0 };
+            return FilterChoice {
+                kind: FilterKindChoice::None,
+                bits_per_key: 0.0,
+            };
         }
         let bits_per_key = match &policy.bits_per_key {
             BitsPerKey::PerLevel(per_level) => *per_level.get(level),
@@ -240,7 +289,10 @@ impl Inner {
     ) -> Result<Arc<Version>> {
         let current = self.current();
         let version = current.version.apply(&edit, opened).map_err(|mismatch| {
-            Error::Background(format!("internal error: version edit does not apply: {}", mismatch.0))
+            Error::Background(format!(
+                "internal error: version edit does not apply: {}",
+                mismatch.0
+            ))
         })?;
         edit.next_file_number = Some(state.next_file_number);
         if state.manifest.size() > MANIFEST_ROLL_BYTES {
@@ -253,7 +305,12 @@ impl Inner {
             snapshot.compaction_style = Some(super::open::style_tag(&self.options.compaction));
             let old = std::mem::replace(
                 &mut state.manifest,
-                Manifest::create(self.options.fs.as_ref(), &self.options.path, number, &snapshot)?,
+                Manifest::create(
+                    self.options.fs.as_ref(),
+                    &self.options.path,
+                    number,
+                    &snapshot,
+                )?,
             );
             let _ = self.options.fs.remove(&self.file(&old.file_name()));
         } else {

@@ -237,12 +237,16 @@ impl Db {
     /// Entries with keys in `range`, in key order (`.rev()` for descending),
     /// as of this call.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIter {
-        self.inner.iter(read::owned_bounds(&range), self.inner.visible_seq())
+        self.inner
+            .iter(read::owned_bounds(&range), self.inner.visible_seq())
     }
 
     /// Entries whose keys start with `prefix`, in key order.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        self.inner.iter(crate::iter::prefix_bounds(prefix.as_ref()), self.inner.visible_seq())
+        self.inner.iter(
+            crate::iter::prefix_bounds(prefix.as_ref()),
+            self.inner.visible_seq(),
+        )
     }
 
     /// A consistent read view as of now: later writes are invisible to it,
@@ -294,7 +298,9 @@ impl Db {
     pub fn compact_range(&self, from: impl AsRef<[u8]>, to: impl AsRef<[u8]>) -> Result<()> {
         let (from, to) = (from.as_ref(), to.as_ref());
         if from > to {
-            return Err(Error::InvalidArgument("compact_range: from is after to".into()));
+            return Err(Error::InvalidArgument(
+                "compact_range: from is after to".into(),
+            ));
         }
         self.inner.compact_range(Some((from, to)))
     }

@@ -14,7 +14,9 @@ use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter, Tail, read_log};
-use crate::manifest::{FileKind, Manifest, TableMeta, VersionEdit, filenames, read_current, read_manifest};
+use crate::manifest::{
+    FileKind, Manifest, TableMeta, VersionEdit, filenames, read_current, read_manifest,
+};
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
 use crate::sstable::{BlockCache, Table};
@@ -68,18 +70,24 @@ impl Db {
             let path = dir.join(filenames::wal(number));
             let contents = read_log(fs.as_ref(), &path, LogKind::Wal)?;
             for (index, record) in contents.records.iter().enumerate() {
-                let (first_seq, ops) = decode_record(record)
-                    .map_err(|c| Error::corruption(&path, 0, format!("record {index}: {}", c.detail)))?;
+                let (first_seq, ops) = decode_record(record).map_err(|c| {
+                    Error::corruption(&path, 0, format!("record {index}: {}", c.detail))
+                })?;
                 for (i, (kind, key, value)) in ops.iter().enumerate() {
                     replayed.insert(key, first_seq + i as u64, *kind, value);
                 }
-                recovered.last_seq = recovered.last_seq.max(first_seq + ops.len() as u64 - u64::from(!ops.is_empty()));
+                recovered.last_seq = recovered
+                    .last_seq
+                    .max(first_seq + ops.len() as u64 - u64::from(!ops.is_empty()));
             }
             if let Tail::Torn { .. } = contents.tail {
-                fs.truncate(&path, contents.valid_len).map_err(|e| Error::io(&path, e))?;
+                fs.truncate(&path, contents.valid_len)
+                    .map_err(|e| Error::io(&path, e))?;
             }
         }
-        recovered.next_file_number = recovered.next_file_number.max(wals.last().map_or(0, |n| n + 1));
+        recovered.next_file_number = recovered
+            .next_file_number
+            .max(wals.last().map_or(0, |n| n + 1));
 
         let inner = Inner::assemble(options, cache, guard, recovered)?;
         if !replayed.is_empty() {
@@ -87,7 +95,11 @@ impl Db {
         }
         inner.start_fresh_manifest()?;
         inner.delete_obsolete_files()?;
-        let threads = if inner.options.background_threads { background::spawn(&inner)? } else { Vec::new() };
+        let threads = if inner.options.background_threads {
+            background::spawn(&inner)?
+        } else {
+            Vec::new()
+        };
         Ok(Self { inner, threads })
     }
 }
@@ -99,14 +111,24 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
     let dir = &options.path;
     let Some(manifest_name) = read_current(fs, dir)? else {
         let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
-        if names.iter().any(|n| matches!(filenames::parse(n), Some(FileKind::Table(_) | FileKind::Manifest(_)))) {
+        if names.iter().any(|n| {
+            matches!(
+                filenames::parse(n),
+                Some(FileKind::Table(_) | FileKind::Manifest(_))
+            )
+        }) {
             return Err(Error::corruption(
                 dir.join(filenames::CURRENT),
                 0,
                 "CURRENT is missing but the directory holds tables or manifests",
             ));
         }
-        return Ok(Recovered { version: Version::default(), next_file_number: 1, log_number: 0, last_seq: 0 });
+        return Ok(Recovered {
+            version: Version::default(),
+            next_file_number: 1,
+            log_number: 0,
+            last_seq: 0,
+        });
     };
     let edits = read_manifest(fs, dir, &manifest_name)?;
     let manifest_path = dir.join(&manifest_name);
@@ -117,7 +139,10 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
             live.remove(id);
         }
         live.extend(edit.added.iter().map(|m| m.id));
-        next_file_number = edit.next_file_number.unwrap_or(next_file_number).max(next_file_number);
+        next_file_number = edit
+            .next_file_number
+            .unwrap_or(next_file_number)
+            .max(next_file_number);
         log_number = edit.log_number.unwrap_or(log_number).max(log_number);
         last_seq = edit.last_seq.unwrap_or(last_seq).max(last_seq);
         if let Some(tag) = edit.compaction_style {
@@ -132,20 +157,40 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
     let mut opened = BTreeMap::new();
     let mut version = Version::default();
     for edit in &edits {
-        let added: Vec<TableMeta> = edit.added.iter().filter(|m| live.contains(&m.id)).cloned().collect();
+        let added: Vec<TableMeta> = edit
+            .added
+            .iter()
+            .filter(|m| live.contains(&m.id))
+            .cloned()
+            .collect();
         for meta in &added {
             let path = dir.join(filenames::table(meta.id));
             let table = Table::open(fs, path, meta.id, Arc::clone(cache))?;
-            opened.insert(meta.id, Arc::new(LiveTable::new(meta.clone(), Arc::new(table), Arc::clone(&options.fs))));
+            opened.insert(
+                meta.id,
+                Arc::new(LiveTable::new(
+                    meta.clone(),
+                    Arc::new(table),
+                    Arc::clone(&options.fs),
+                )),
+            );
             last_seq = last_seq.max(meta.max_seq);
             next_file_number = next_file_number.max(meta.id + 1);
         }
-        let replay = VersionEdit { added, ..VersionEdit::default() };
+        let replay = VersionEdit {
+            added,
+            ..VersionEdit::default()
+        };
         version = version
             .apply(&replay, &opened)
             .map_err(|mismatch| Error::corruption(&manifest_path, 0, mismatch.0))?;
     }
-    Ok(Recovered { version, next_file_number, log_number, last_seq })
+    Ok(Recovered {
+        version,
+        next_file_number,
+        log_number,
+        last_seq,
+    })
 }
 
 impl Inner {
@@ -177,7 +222,11 @@ impl Inner {
                 immutables: Vec::new(),
                 version: Arc::new(recovered.version),
             })),
-            writer: Mutex::new(Writer { wal, last_seq: recovered.last_seq, delay_debt: 0 }),
+            writer: Mutex::new(Writer {
+                wal,
+                last_seq: recovered.last_seq,
+                delay_debt: 0,
+            }),
             state: Mutex::new(State {
                 manifest,
                 next_file_number: manifest_number + 1,
@@ -202,11 +251,27 @@ impl Inner {
     fn flush_recovered(&self, replayed: &Arc<Memtable>) -> Result<()> {
         let current = self.current();
         let entries = replayed.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
-        let outputs = self.write_tables(entries, 0, OutputRun::New, None, &current.version, u64::MAX, false)?;
+        let outputs = self.write_tables(
+            entries,
+            0,
+            OutputRun::New,
+            None,
+            &current.version,
+            u64::MAX,
+            false,
+        )?;
         let mut state = super::lock(&self.state);
-        let edit = VersionEdit { added: outputs.metas, last_seq: Some(replayed.max_seq()), ..VersionEdit::default() };
+        let edit = VersionEdit {
+            added: outputs.metas,
+            last_seq: Some(replayed.max_seq()),
+            ..VersionEdit::default()
+        };
         let version = self.log_and_apply(&mut state, edit, &outputs.opened)?;
-        self.install(SuperVersion { active: Arc::clone(&current.active), immutables: Vec::new(), version });
+        self.install(SuperVersion {
+            active: Arc::clone(&current.active),
+            immutables: Vec::new(),
+            version,
+        });
         Ok(())
     }
 
@@ -222,7 +287,11 @@ impl Inner {
         let version = self.log_and_apply(&mut state, edit, &BTreeMap::new())?;
         state.log_number = log_number;
         let current = self.current();
-        self.install(SuperVersion { active: Arc::clone(&current.active), immutables: Vec::new(), version });
+        self.install(SuperVersion {
+            active: Arc::clone(&current.active),
+            immutables: Vec::new(),
+            version,
+        });
         Ok(())
     }
 

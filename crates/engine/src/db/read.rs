@@ -69,7 +69,9 @@ impl Inner {
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = self.counters.level(level);
             for run in &tables.runs {
-                let Some(table) = run.table_for(key) else { continue };
+                let Some(table) = run.table_for(key) else {
+                    continue;
+                };
                 if table.meta.min_seq > seq {
                     continue;
                 }
@@ -159,7 +161,8 @@ impl RunIter {
             .tables
             .iter()
             .filter(|t| {
-                below_upper(t.smallest_user_key(), &bounds.1) && above_lower(t.largest_user_key(), &bounds.0)
+                below_upper(t.smallest_user_key(), &bounds.1)
+                    && above_lower(t.largest_user_key(), &bounds.0)
             })
             .map(|t| Arc::clone(&t.table))
             .collect();
@@ -197,7 +200,9 @@ impl Iterator for RunIter {
                 return Some(item);
             }
             match self.pending.pop_front() {
-                Some(table) => self.front = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone())),
+                Some(table) => {
+                    self.front = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone()))
+                }
                 // Every table is open: the rest is in the back end's table,
                 // which is double-ended and never repeats an entry.
                 None => return self.back.as_mut().and_then(Iterator::next),
@@ -213,7 +218,9 @@ impl DoubleEndedIterator for RunIter {
                 return Some(item);
             }
             match self.pending.pop_back() {
-                Some(table) => self.back = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone())),
+                Some(table) => {
+                    self.back = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone()))
+                }
                 None => return self.front.as_mut().and_then(DoubleEndedIterator::next_back),
             }
         }

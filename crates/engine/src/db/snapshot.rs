@@ -58,7 +58,8 @@ impl Snapshot {
 
     /// Entries whose keys start with `prefix`, as of the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        self.inner.iter(crate::iter::prefix_bounds(prefix.as_ref()), self.seq)
+        self.inner
+            .iter(crate::iter::prefix_bounds(prefix.as_ref()), self.seq)
     }
 }
 
@@ -79,6 +80,10 @@ impl Inner {
     /// shadowed at or below it by a newer version are garbage.
     pub(crate) fn oldest_snapshot(&self) -> SeqNo {
         let snapshots = lock(&self.snapshots);
-        snapshots.keys().next().copied().unwrap_or_else(|| self.visible_seq())
+        snapshots
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or_else(|| self.visible_seq())
     }
 }

@@ -135,7 +135,11 @@ impl Stats {
     /// Data blocks read per point lookup.
     #[must_use]
     pub fn blocks_per_get(&self) -> f64 {
-        if self.gets == 0 { 0.0 } else { self.data_blocks_read as f64 / self.gets as f64 }
+        if self.gets == 0 {
+            0.0
+        } else {
+            self.data_blocks_read as f64 / self.gets as f64
+        }
     }
 }
 
@@ -147,7 +151,13 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
         .iter()
         .enumerate()
         .map(|(index, level)| {
-            let (mut stats, mut filter_bits) = (LevelStats { runs: level.runs.len(), ..LevelStats::default() }, 0.0);
+            let (mut stats, mut filter_bits) = (
+                LevelStats {
+                    runs: level.runs.len(),
+                    ..LevelStats::default()
+                },
+                0.0,
+            );
             for table in level.tables() {
                 let props = table.table.properties();
                 stats.tables += 1;
@@ -156,7 +166,11 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
                 stats.filter_bytes += props.filter_bytes;
                 filter_bits += props.filter_bytes as f64 * 8.0;
             }
-            stats.filter_bits_per_key = if stats.entries == 0 { 0.0 } else { filter_bits / stats.entries as f64 };
+            stats.filter_bits_per_key = if stats.entries == 0 {
+                0.0
+            } else {
+                filter_bits / stats.entries as f64
+            };
             // Deeper levels share the last counter slot: report it once.
             if index < COUNTED_LEVELS {
                 let c = counters.level(index);
@@ -167,7 +181,8 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
             stats
         })
         .collect();
-    let total = |f: fn(&LevelCounters) -> &AtomicU64| counters.levels.iter().map(|c| load(f(c))).sum();
+    let total =
+        |f: fn(&LevelCounters) -> &AtomicU64| counters.levels.iter().map(|c| load(f(c))).sum();
     Stats {
         gets: load(&counters.gets),
         key_hashes: load(&counters.key_hashes),

@@ -33,7 +33,11 @@ impl Inner {
         let first_seq = writer.last_seq + 1;
         let payload = batch.encode(first_seq);
         let logged = writer.wal.add_record(&payload).and_then(|()| {
-            if sync { writer.wal.sync() } else { writer.wal.flush() }
+            if sync {
+                writer.wal.sync()
+            } else {
+                writer.wal.flush()
+            }
         });
         if let Err(err) = logged {
             // A partly written record is a torn tail for recovery to cut;
@@ -153,9 +157,15 @@ impl Inner {
         let mut state = lock(&self.state);
         while self.current().immutables.len() >= count {
             Self::check_background_error(&state)?;
-            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        add(&self.counters.write_stall_micros, stall.elapsed().as_micros() as u64);
+        add(
+            &self.counters.write_stall_micros,
+            stall.elapsed().as_micros() as u64,
+        );
         Ok(())
     }
 
@@ -169,9 +179,15 @@ impl Inner {
         let mut state = lock(&self.state);
         while self.current().version.l0_runs() >= l0_runs {
             Self::check_background_error(&state)?;
-            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        add(&self.counters.write_stall_micros, stall.elapsed().as_micros() as u64);
+        add(
+            &self.counters.write_stall_micros,
+            stall.elapsed().as_micros() as u64,
+        );
         Ok(())
     }
 }

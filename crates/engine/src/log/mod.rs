@@ -24,17 +24,29 @@ pub(crate) struct LogWriter {
 
 impl LogWriter {
     /// Creates `path` (truncating) and writes the header.
-    pub(crate) fn create(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<Self> { todo!() }
+    pub(crate) fn create(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<Self> {
+        todo!()
+    }
     /// Appends one record (buffered).
-    pub(crate) fn add_record(&mut self, payload: &[u8]) -> Result<()> { todo!() }
+    pub(crate) fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+        todo!()
+    }
     /// Hands buffered records to the OS.
-    pub(crate) fn flush(&mut self) -> Result<()> { todo!() }
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        todo!()
+    }
     /// Makes every record durable.
-    pub(crate) fn sync(&mut self) -> Result<()> { todo!() }
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        todo!()
+    }
     /// Bytes written so far, header included.
-    pub(crate) fn size(&self) -> u64 { todo!() }
+    pub(crate) fn size(&self) -> u64 {
+        todo!()
+    }
     /// The file.
-    pub(crate) fn path(&self) -> &Path { todo!() }
+    pub(crate) fn path(&self) -> &Path {
+        todo!()
+    }
 }
 
 /// How a log ends.
@@ -61,4 +73,6 @@ pub(crate) struct LogContents {
 }
 
 /// Reads every record of `path`.
-pub(crate) fn read_log(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<LogContents> { todo!() }
+pub(crate) fn read_log(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<LogContents> {
+    todo!()
+}

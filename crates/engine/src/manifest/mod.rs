@@ -58,20 +58,41 @@ pub(crate) struct Manifest {
 
 impl Manifest {
     /// Writes a new manifest `number` starting with `snapshot`, syncs it, and points CURRENT at it.
-    pub(crate) fn create(fs: &dyn FileSystem, dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<Self> { todo!() }
+    pub(crate) fn create(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+        snapshot: &VersionEdit,
+    ) -> Result<Self> {
+        todo!()
+    }
     /// Appends one edit and syncs.
-    pub(crate) fn append(&mut self, edit: &VersionEdit) -> Result<()> { todo!() }
+    pub(crate) fn append(&mut self, edit: &VersionEdit) -> Result<()> {
+        todo!()
+    }
     /// Bytes written.
-    pub(crate) fn size(&self) -> u64 { todo!() }
+    pub(crate) fn size(&self) -> u64 {
+        todo!()
+    }
     /// File name (no directory).
-    pub(crate) fn file_name(&self) -> String { todo!() }
+    pub(crate) fn file_name(&self) -> String {
+        todo!()
+    }
 }
 
 /// Which manifest CURRENT names; `None` when there is no CURRENT (a new database).
-pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<Option<String>> { todo!() }
+pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<Option<String>> {
+    todo!()
+}
 
 /// Every edit of manifest `name`.
-pub(crate) fn read_manifest(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<Vec<VersionEdit>> { todo!() }
+pub(crate) fn read_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+) -> Result<Vec<VersionEdit>> {
+    todo!()
+}
 
 /// Kinds of files in a database directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,9 @@ pub(crate) struct BlockCache {}
 
 impl BlockCache {
     /// A cache holding about `capacity_bytes` of blocks.
-    pub(crate) fn new(capacity_bytes: u64) -> Self { todo!() }
+    pub(crate) fn new(capacity_bytes: u64) -> Self {
+        todo!()
+    }
 }
 
 /// Which key filter a new table gets.
@@ -81,13 +83,21 @@ pub(crate) struct TableBuilder {}
 
 impl TableBuilder {
     /// Starts a table in `file` (at `path`, for error messages).
-    pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf, options: TableOptions) -> Self { todo!() }
+    pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf, options: TableOptions) -> Self {
+        todo!()
+    }
     /// Adds the next entry (strictly ascending internal keys); `hash` is the KeyHash of its user key.
-    pub(crate) fn add(&mut self, key: &InternalKey, hash: KeyHash, value: &[u8]) -> Result<()> { todo!() }
+    pub(crate) fn add(&mut self, key: &InternalKey, hash: KeyHash, value: &[u8]) -> Result<()> {
+        todo!()
+    }
     /// Bytes the file will have if finished now (about).
-    pub(crate) fn estimated_size(&self) -> u64 { todo!() }
+    pub(crate) fn estimated_size(&self) -> u64 {
+        todo!()
+    }
     /// Writes filter, index, properties and footer; syncs the file.
-    pub(crate) fn finish(self) -> Result<Properties> { todo!() }
+    pub(crate) fn finish(self) -> Result<Properties> {
+        todo!()
+    }
 }
 
 /// An open table: index and filter pinned in memory, data blocks read through the cache.
@@ -96,17 +106,43 @@ pub(crate) struct Table {}
 
 impl Table {
     /// Opens `path`, reading and checking footer, index, filter and properties.
-    pub(crate) fn open(fs: &dyn FileSystem, path: PathBuf, id: u64, cache: Arc<BlockCache>) -> Result<Self> { todo!() }
+    pub(crate) fn open(
+        fs: &dyn FileSystem,
+        path: PathBuf,
+        id: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Self> {
+        todo!()
+    }
     /// `false` only if the table certainly holds no version of `user_key`.
-    pub(crate) fn may_contain(&self, user_key: &[u8], hash: KeyHash) -> bool { todo!() }
+    pub(crate) fn may_contain(&self, user_key: &[u8], hash: KeyHash) -> bool {
+        todo!()
+    }
     /// Newest version of `user_key` at or below `seq`; adds data blocks read to `blocks_read`.
-    pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo, blocks_read: &mut u64) -> Result<Option<Entry>> { todo!() }
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        blocks_read: &mut u64,
+    ) -> Result<Option<Entry>> {
+        todo!()
+    }
     /// Entries with user keys within the bounds, double-ended, owning an `Arc` of the table.
-    pub(crate) fn iter(self: &Arc<Self>, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> TableIter { todo!() }
+    pub(crate) fn iter(
+        self: &Arc<Self>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> TableIter {
+        todo!()
+    }
     /// The file.
-    pub(crate) fn path(&self) -> &Path { todo!() }
+    pub(crate) fn path(&self) -> &Path {
+        todo!()
+    }
     /// Properties.
-    pub(crate) fn properties(&self) -> &Properties { todo!() }
+    pub(crate) fn properties(&self) -> &Properties {
+        todo!()
+    }
 }
 
 /// Iterator over a table's entries.
@@ -114,11 +150,15 @@ pub(crate) struct TableIter {}
 
 impl Iterator for TableIter {
     type Item = Result<Entry>;
-    fn next(&mut self) -> Option<Self::Item> { todo!() }
+    fn next(&mut self) -> Option<Self::Item> {
+        todo!()
+    }
 }
 
 impl DoubleEndedIterator for TableIter {
-    fn next_back(&mut self) -> Option<Self::Item> { todo!() }
+    fn next_back(&mut self) -> Option<Self::Item> {
+        todo!()
+    }
 }
 
 /// A table opened on its own for inspection (`sift dump-sst`, `sift verify`).
@@ -135,15 +175,23 @@ impl TableFile {
     ///
     /// # Errors
     /// [`Error::Io`](crate::Error::Io), [`Error::Corruption`](crate::Error::Corruption).
-    pub fn open_in(fs: &dyn FileSystem, path: &Path) -> Result<Self> { todo!() }
+    pub fn open_in(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
+        todo!()
+    }
     /// Summary of the table.
     #[must_use]
-    pub fn properties(&self) -> TableSummary { todo!() }
+    pub fn properties(&self) -> TableSummary {
+        todo!()
+    }
     /// Every entry: (user key, sequence number, value or `None` for a tombstone).
-    pub fn entries(&self) -> impl Iterator<Item = Result<(Vec<u8>, SeqNo, Option<Vec<u8>>)>> + '_ { std::iter::empty() }
+    pub fn entries(&self) -> impl Iterator<Item = Result<(Vec<u8>, SeqNo, Option<Vec<u8>>)>> + '_ {
+        std::iter::empty()
+    }
     /// Reads every block and checks checksums and the filter against every key.
     ///
     /// # Errors
     /// The first problem found.
-    pub fn verify(&self) -> Result<()> { todo!() }
+    pub fn verify(&self) -> Result<()> {
+        todo!()
+    }
 }

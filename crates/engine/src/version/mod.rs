@@ -30,7 +30,10 @@ pub(crate) struct LiveTable {
 
 impl fmt::Debug for LiveTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LiveTable").field("id", &self.meta.id).field("level", &self.meta.level).finish()
+        f.debug_struct("LiveTable")
+            .field("id", &self.meta.id)
+            .field("level", &self.meta.level)
+            .finish()
     }
 }
 
@@ -84,8 +87,12 @@ pub(crate) struct Run {
 impl Run {
     /// The table whose key range holds `user_key`, if any.
     pub(crate) fn table_for(&self, user_key: &[u8]) -> Option<&Arc<LiveTable>> {
-        let after = self.tables.partition_point(|t| t.largest_user_key() < user_key);
-        self.tables.get(after).filter(|t| t.smallest_user_key() <= user_key)
+        let after = self
+            .tables
+            .partition_point(|t| t.largest_user_key() < user_key);
+        self.tables
+            .get(after)
+            .filter(|t| t.smallest_user_key() <= user_key)
     }
 }
 
@@ -125,10 +132,9 @@ impl Version {
     ) -> Result<Self, EditMismatch> {
         let mut next = self.clone();
         for &(level, id) in &edit.removed {
-            let level = next
-                .levels
-                .get_mut(level as usize)
-                .ok_or_else(|| EditMismatch(format!("removes table {id} from missing level {level}")))?;
+            let level = next.levels.get_mut(level as usize).ok_or_else(|| {
+                EditMismatch(format!("removes table {id} from missing level {level}"))
+            })?;
             let mut found = false;
             for run in &mut level.runs {
                 let before = run.tables.len();
@@ -136,14 +142,16 @@ impl Version {
                 found |= run.tables.len() != before;
             }
             if !found {
-                return Err(EditMismatch(format!("removes table {id}, which level {level:?} does not hold")));
+                return Err(EditMismatch(format!(
+                    "removes table {id}, which level {level:?} does not hold"
+                )));
             }
             level.runs.retain(|run| !run.tables.is_empty());
         }
         for meta in &edit.added {
-            let table = opened
-                .get(&meta.id)
-                .ok_or_else(|| EditMismatch(format!("adds table {} that was not opened", meta.id)))?;
+            let table = opened.get(&meta.id).ok_or_else(|| {
+                EditMismatch(format!("adds table {} that was not opened", meta.id))
+            })?;
             let level = meta.level as usize;
             if next.levels.len() <= level {
                 next.levels.resize_with(level + 1, Level::default);
@@ -152,14 +160,26 @@ impl Version {
             let run = match runs.iter().position(|run| run.id == meta.run) {
                 Some(at) => &mut runs[at],
                 None => {
-                    runs.insert(0, Run { id: meta.run, tables: Vec::new() });
+                    runs.insert(
+                        0,
+                        Run {
+                            id: meta.run,
+                            tables: Vec::new(),
+                        },
+                    );
                     &mut runs[0]
                 }
             };
-            let at = run.tables.partition_point(|t| t.smallest_user_key() < table.smallest_user_key());
+            let at = run
+                .tables
+                .partition_point(|t| t.smallest_user_key() < table.smallest_user_key());
             run.tables.insert(at, Arc::clone(table));
         }
-        while next.levels.last().is_some_and(|level| level.runs.is_empty()) {
+        while next
+            .levels
+            .last()
+            .is_some_and(|level| level.runs.is_empty())
+        {
             next.levels.pop();
         }
         Ok(next)
@@ -177,7 +197,10 @@ impl Version {
 
     /// Entries per level, level 0 first (for the filter allocation).
     pub(crate) fn entries_per_level(&self) -> Vec<u64> {
-        self.levels.iter().map(|level| level.tables().map(|t| t.meta.entries).sum()).collect()
+        self.levels
+            .iter()
+            .map(|level| level.tables().map(|t| t.meta.entries).sum())
+            .collect()
     }
 
     /// The description the compaction planner works on.

@@ -30,14 +30,13 @@ pub fn monkey_bits_per_key(entries: &[u64], total_bits: f64) -> Vec<f64> {
     // Each pass drops the levels that would get no bits; at most one pass
     // per level.
     for _ in 0..=entries.len() {
-        let (keys, n_ln_n) = entries
-            .iter()
-            .zip(&active)
-            .filter(|&(_, &on)| on)
-            .fold((0.0, 0.0), |(keys, sum), (&n, _)| {
+        let (keys, n_ln_n) = entries.iter().zip(&active).filter(|&(_, &on)| on).fold(
+            (0.0, 0.0),
+            |(keys, sum), (&n, _)| {
                 let n = n as f64;
                 (keys + n, sum + n * n.ln())
-            });
+            },
+        );
         if keys == 0.0 {
             return vec![0.0; entries.len()];
         }
@@ -126,7 +125,10 @@ mod tests {
     #[test]
     fn empty_levels_and_no_budget_get_nothing() {
         assert_eq!(monkey_bits_per_key(&[0, 0], 1_000.0), vec![0.0, 0.0]);
-        assert_eq!(monkey_bits_per_key(&[10, 0, 10], 100.0), vec![5.0, 0.0, 5.0]);
+        assert_eq!(
+            monkey_bits_per_key(&[10, 0, 10], 100.0),
+            vec![5.0, 0.0, 5.0]
+        );
         assert_eq!(monkey_bits_per_key(&[10, 20], 0.0), vec![0.0, 0.0]);
         assert_eq!(monkey_bits_per_key(&[10, 20], f64::NAN), vec![0.0, 0.0]);
         assert!(monkey_bits_per_key(&[], 10.0).is_empty());
