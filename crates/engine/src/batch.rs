@@ -217,13 +217,18 @@ pub(crate) fn decode_record(payload: &[u8]) -> Result<(SeqNo, Vec<Op>), Corrupt>
     let first_seq = decoder.u64("first sequence number")?;
     let count = decoder.u32("operation count")? as usize;
     if first_seq == 0 {
-        return Err(Corrupt::new(0, "first sequence number is 0; writes start at 1"));
+        return Err(Corrupt::new(
+            0,
+            "first sequence number is 0; writes start at 1",
+        ));
     }
     let last_seq = first_seq.checked_add(count.saturating_sub(1) as u64);
     if last_seq.is_none_or(|last| last > MAX_SEQNO) {
         return Err(Corrupt::new(
             0,
-            format!("{count} operations from sequence number {first_seq} pass the largest, {MAX_SEQNO}"),
+            format!(
+                "{count} operations from sequence number {first_seq} pass the largest, {MAX_SEQNO}"
+            ),
         ));
     }
     let mut ops = Vec::with_capacity(count.min(decoder.remaining() / MIN_OP_LEN));
@@ -299,11 +304,15 @@ mod tests {
         assert!(batch.validate().is_ok());
         batch.remove(vec![0; MAX_KEY_LEN + 1]);
         let message = batch.validate().unwrap_err().to_string();
-        assert!(message.contains("MAX_KEY_LEN") && message.contains(&(MAX_KEY_LEN + 1).to_string()));
+        assert!(
+            message.contains("MAX_KEY_LEN") && message.contains(&(MAX_KEY_LEN + 1).to_string())
+        );
         let mut batch = WriteBatch::new();
         batch.insert("k", vec![0; MAX_VALUE_LEN + 1]);
         let message = batch.validate().unwrap_err().to_string();
-        assert!(message.contains("MAX_VALUE_LEN") && message.contains(&(MAX_VALUE_LEN + 1).to_string()));
+        assert!(
+            message.contains("MAX_VALUE_LEN") && message.contains(&(MAX_VALUE_LEN + 1).to_string())
+        );
         // A batch over one record is 4 GiB: check the rule, not a buffer.
         assert!(check_record_len(MAX_RECORD_LEN).is_ok());
         let err = check_record_len(MAX_RECORD_LEN + 1).unwrap_err();
@@ -322,7 +331,10 @@ mod tests {
         }
         let mut trailing = good.clone();
         trailing.push(0);
-        assert_eq!(decode_record(&trailing).unwrap_err().offset, good.len() as u64);
+        assert_eq!(
+            decode_record(&trailing).unwrap_err().offset,
+            good.len() as u64
+        );
         let mut kind = good.clone();
         kind[RECORD_HEADER_LEN] = 9;
         let err = decode_record(&kind).unwrap_err();
@@ -346,8 +358,11 @@ mod tests {
                 proptest::collection::vec(any::<u8>(), 0..200)
             )
                 .prop_map(|(k, v)| (ValueKind::Value, k, v)),
-            proptest::collection::vec(any::<u8>(), 0..40)
-                .prop_map(|k| (ValueKind::Delete, k, Vec::new())),
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(|k| (
+                ValueKind::Delete,
+                k,
+                Vec::new()
+            )),
         ]
     }
 

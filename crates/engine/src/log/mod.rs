@@ -14,7 +14,7 @@
 mod reader;
 mod writer;
 
-pub(crate) use reader::{LogContents, Tail, read_log};
+pub(crate) use reader::{Tail, read_log};
 pub(crate) use writer::LogWriter;
 
 use crate::encoding::{Decoder, checksum, checksum_matches};
@@ -83,7 +83,10 @@ fn check_header(bytes: &[u8], kind: LogKind) -> Result<(), Corrupt> {
     let mut decoder = Decoder::new(bytes);
     let magic = decoder.bytes(4, "log magic")?;
     if magic != MAGIC {
-        return Err(Corrupt::new(0, format!("not a Sift log: magic {magic:02x?}")));
+        return Err(Corrupt::new(
+            0,
+            format!("not a Sift log: magic {magic:02x?}"),
+        ));
     }
     let version = decoder.u8("log format version")?;
     let tag = decoder.u8("log kind")?;
@@ -103,10 +106,16 @@ fn check_header(bytes: &[u8], kind: LogKind) -> Result<(), Corrupt> {
             .into_iter()
             .find(|k| k.tag() == tag)
             .map_or_else(|| format!("unknown kind {tag}"), |k| k.name().to_owned());
-        return Err(Corrupt::new(5, format!("a {} was expected, the header says {found}", kind.name())));
+        return Err(Corrupt::new(
+            5,
+            format!("a {} was expected, the header says {found}", kind.name()),
+        ));
     }
     if reserved != [0, 0] {
-        return Err(Corrupt::new(6, format!("reserved header bytes are {reserved:02x?}, not zero")));
+        return Err(Corrupt::new(
+            6,
+            format!("reserved header bytes are {reserved:02x?}, not zero"),
+        ));
     }
     Ok(())
 }
@@ -152,10 +161,20 @@ mod tests {
         };
         let mut magic = good;
         magic[0] = b'X';
-        assert!(check_header(&magic, LogKind::Wal).unwrap_err().detail.contains("magic"));
+        assert!(
+            check_header(&magic, LogKind::Wal)
+                .unwrap_err()
+                .detail
+                .contains("magic")
+        );
         let mut sum = good;
         sum[11] ^= 1;
-        assert!(check_header(&sum, LogKind::Wal).unwrap_err().detail.contains("checksum"));
+        assert!(
+            check_header(&sum, LogKind::Wal)
+                .unwrap_err()
+                .detail
+                .contains("checksum")
+        );
         let mut version = good;
         version[4] = 2;
         let err = check_header(&reseal(version), LogKind::Wal).unwrap_err();
@@ -166,6 +185,11 @@ mod tests {
         assert!(err.detail.contains("unknown kind 9"));
         let mut reserved = good;
         reserved[7] = 1;
-        assert!(check_header(&reseal(reserved), LogKind::Wal).unwrap_err().detail.contains("reserved"));
+        assert!(
+            check_header(&reseal(reserved), LogKind::Wal)
+                .unwrap_err()
+                .detail
+                .contains("reserved")
+        );
     }
 }

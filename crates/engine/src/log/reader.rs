@@ -52,6 +52,19 @@ pub(crate) struct LogContents {
     pub tail: Tail,
 }
 
+impl LogContents {
+    /// Offset in the file of each record (of its 8-byte record header), in
+    /// the order of [`records`](Self::records): for error messages that
+    /// name where a record's payload failed to decode.
+    pub(crate) fn record_offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.iter().scan(HEADER_LEN as u64, |next, record| {
+            let at = *next;
+            *next += (RECORD_HEADER_LEN + record.len()) as u64;
+            Some(at)
+        })
+    }
+}
+
 /// Reads every record of `path`, a log of `kind`. A missing file or a
 /// failed read is [`Error::Io`]; damage before the tail is
 /// [`Error::Corruption`] naming `path` and the offset.
@@ -68,14 +81,25 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
 
 /// Parses a whole log file held in memory.
 pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corrupt> {
-    let all_zero = |from: usize| bytes.get(from..).is_some_and(|rest| rest.iter().all(|&b| b == 0));
+    let all_zero = |from: usize| {
+        bytes
+            .get(from..)
+            .is_some_and(|rest| rest.iter().all(|&b| b == 0))
+    };
     let empty = |detail: String| LogContents {
         records: Vec::new(),
         valid_len: 0,
-        tail: if bytes.is_empty() { Tail::Clean } else { Tail::Torn { detail } },
+        tail: if bytes.is_empty() {
+            Tail::Clean
+        } else {
+            Tail::Torn { detail }
+        },
     };
     let Some(header) = bytes.get(..HEADER_LEN) else {
-        return Ok(empty(format!("the file ends inside the log header ({} bytes)", bytes.len())));
+        return Ok(empty(format!(
+            "the file ends inside the log header ({} bytes)",
+            bytes.len()
+        )));
     };
     if let Err(err) = check_header(header, kind) {
         if all_zero(0) {
@@ -90,7 +114,11 @@ pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corr
         let torn = |detail: String| Tail::Torn { detail };
         let (Some(sum), Some(len)) = (u32_at(bytes, pos), u32_at(bytes, pos + 4)) else {
             let detail = format!("the file ends inside a record header ({remaining} bytes)");
-            return Ok(LogContents { records, valid_len: pos as u64, tail: torn(detail) });
+            return Ok(LogContents {
+                records,
+                valid_len: pos as u64,
+                tail: torn(detail),
+            });
         };
         let len = len as usize;
         let body = bytes.get(pos + 4..).and_then(|from| from.get(..4 + len));
@@ -108,12 +136,20 @@ pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corr
                     "a record of {len} bytes runs past the end of the file ({remaining} bytes left)"
                 )),
             };
-            return Ok(LogContents { records, valid_len: pos as u64, tail });
+            return Ok(LogContents {
+                records,
+                valid_len: pos as u64,
+                tail,
+            });
         };
         if !checksum_matches(body, sum) {
             if all_zero(pos) {
                 let detail = format!("{remaining} zero bytes follow the last record");
-                return Ok(LogContents { records, valid_len: pos as u64, tail: torn(detail) });
+                return Ok(LogContents {
+                    records,
+                    valid_len: pos as u64,
+                    tail: torn(detail),
+                });
             }
             let after = remaining - RECORD_HEADER_LEN - len;
             return Err(Corrupt::new(
@@ -127,7 +163,11 @@ pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corr
         records.push(body[4..].to_vec());
         pos += RECORD_HEADER_LEN + len;
     }
-    Ok(LogContents { records, valid_len: pos as u64, tail: Tail::Clean })
+    Ok(LogContents {
+        records,
+        valid_len: pos as u64,
+        tail: Tail::Clean,
+    })
 }
 
 #[cfg(test)]
@@ -142,7 +182,12 @@ mod tests {
     use crate::fs::FaultInjectionFs;
 
     fn records() -> Vec<Vec<u8>> {
-        vec![b"first".to_vec(), Vec::new(), vec![7; 300], b"last record".to_vec()]
+        vec![
+            b"first".to_vec(),
+            Vec::new(),
+            vec![7; 300],
+            b"last record".to_vec(),
+        ]
     }
 
     /// A file system holding `/db/log` with `records`; returns it, the
@@ -170,6 +215,8 @@ mod tests {
         assert_eq!(contents.tail, Tail::Clean);
         assert_eq!(contents.valid_len, *offsets.last().unwrap());
         assert_eq!(fs.contents(&path).unwrap().len() as u64, contents.valid_len);
+        let starts: Vec<u64> = contents.record_offsets().collect();
+        assert_eq!(starts, offsets[..offsets.len() - 1]);
         let err = read_log(&fs, &path, LogKind::Manifest).unwrap_err();
         assert!(matches!(err, Error::Corruption { offset: 5, .. }), "{err}");
     }
@@ -193,7 +240,11 @@ mod tests {
             let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
             assert_eq!(contents.records, records()[..3], "cut at {cut}");
             assert_eq!(contents.valid_len, last_start as u64, "cut at {cut}");
-            assert_eq!(contents.tail == Tail::Clean, cut == last_start, "cut at {cut}");
+            assert_eq!(
+                contents.tail == Tail::Clean,
+                cut == last_start,
+                "cut at {cut}"
+            );
         }
     }
 
@@ -204,7 +255,11 @@ mod tests {
         for cut in 0..=full.len() {
             fs.set_contents(&path, full[..cut].to_vec()).unwrap();
             let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
-            let whole = offsets.iter().filter(|&&end| end <= cut as u64).count().saturating_sub(1);
+            let whole = offsets
+                .iter()
+                .filter(|&&end| end <= cut as u64)
+                .count()
+                .saturating_sub(1);
             assert_eq!(contents.records, records()[..whole], "cut at {cut}");
             let expected_len = if cut < HEADER_LEN { 0 } else { offsets[whole] };
             assert_eq!(contents.valid_len, expected_len, "cut at {cut}");
@@ -243,7 +298,11 @@ mod tests {
                 bytes[at] ^= 0x5a;
                 fs.set_contents(&path, bytes).unwrap();
                 match read_log(&fs, &path, LogKind::Wal) {
-                    Err(Error::Corruption { path: p, offset, detail }) => {
+                    Err(Error::Corruption {
+                        path: p,
+                        offset,
+                        detail,
+                    }) => {
                         assert_eq!(p, path);
                         assert_eq!(offset, start as u64, "flip at {at}: {detail}");
                     }
@@ -261,7 +320,10 @@ mod tests {
         bytes[third + 4] = 10; // 300 bytes claimed as 10
         fs.set_contents(&path, bytes).unwrap();
         let err = read_log(&fs, &path, LogKind::Wal).unwrap_err();
-        assert!(matches!(err, Error::Corruption { offset, .. } if offset == third as u64), "{err}");
+        assert!(
+            matches!(err, Error::Corruption { offset, .. } if offset == third as u64),
+            "{err}"
+        );
     }
 
     #[test]
@@ -291,7 +353,10 @@ mod tests {
         let mut bytes = full.clone();
         bytes.extend_from_slice(&[0xab; 40]);
         fs.set_contents(&path, bytes).unwrap();
-        assert!(matches!(read_log(&fs, &path, LogKind::Wal).unwrap().tail, Tail::Torn { .. }));
+        assert!(matches!(
+            read_log(&fs, &path, LogKind::Wal).unwrap().tail,
+            Tail::Torn { .. }
+        ));
     }
 
     #[test]
@@ -306,7 +371,10 @@ mod tests {
             read_log(&fs, &path, LogKind::Manifest)
         };
         let contents = read(header.clone()).unwrap();
-        assert_eq!((contents.records.len(), contents.valid_len, contents.tail), (0, 12, Tail::Clean));
+        assert_eq!(
+            (contents.records.len(), contents.valid_len, contents.tail),
+            (0, 12, Tail::Clean)
+        );
         let contents = read(Vec::new()).unwrap();
         assert_eq!((contents.valid_len, contents.tail), (0, Tail::Clean));
         for len in 1..HEADER_LEN {
@@ -321,7 +389,9 @@ mod tests {
             let mut bytes = header.clone();
             bytes[at] ^= 0x5a;
             match read(bytes) {
-                Err(Error::Corruption { path: p, offset, .. }) => {
+                Err(Error::Corruption {
+                    path: p, offset, ..
+                }) => {
                     assert_eq!(p, path);
                     assert!(offset < HEADER_LEN as u64);
                 }

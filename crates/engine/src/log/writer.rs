@@ -27,7 +27,8 @@ impl LogWriter {
     /// records; a reader takes a file that ends inside it for an empty log.
     pub(crate) fn create(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<Self> {
         let mut file = fs.create(path).map_err(|e| Error::io(path, e))?;
-        file.append(&encode_header(kind)).map_err(|e| Error::io(path, e))?;
+        file.append(&encode_header(kind))
+            .map_err(|e| Error::io(path, e))?;
         Ok(Self {
             file,
             path: path.to_path_buf(),
@@ -47,7 +48,9 @@ impl LogWriter {
             )));
         }
         let record = encode_record(payload);
-        self.file.append(&record).map_err(|e| Error::io(&self.path, e))?;
+        self.file
+            .append(&record)
+            .map_err(|e| Error::io(&self.path, e))?;
         self.size += record.len() as u64;
         Ok(())
     }
@@ -69,6 +72,10 @@ impl LogWriter {
     }
 
     /// The file.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "part of the writer's interface; tests use it")
+    )]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
