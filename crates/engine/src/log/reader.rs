@@ -121,7 +121,9 @@ pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corr
             });
         };
         let len = len as usize;
-        let body = bytes.get(pos + 4..).and_then(|from| from.get(..len.checked_add(4)?));
+        let body = bytes
+            .get(pos + 4..)
+            .and_then(|from| from.get(..len.checked_add(4)?));
         let Some(body) = body.filter(|_| remaining - RECORD_HEADER_LEN > len) else {
             // The record reaches the end of the file: the cut, or the
             // missing last bytes, of the final write.
