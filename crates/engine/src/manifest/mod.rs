@@ -1,20 +1,32 @@
-//! STUB — to be replaced. The manifest: a log of version edits, named by the CURRENT pointer file.
+//! The manifest: a log of version edits, named by the CURRENT pointer file.
+//!
+//! A manifest is a log ([`crate::log`], kind manifest) whose first record
+//! is a snapshot edit recreating the whole version, followed by one record
+//! per later change. Each edit is synced before it is acknowledged, so the
+//! only record a crash can damage is an unacknowledged last one, which
+//! [`read_manifest`] ignores. `CURRENT` names the live manifest and is
+//! replaced atomically ([`current`]). Bytes: `docs/format-logs.md`.
 
+mod current;
+mod edit;
 pub(crate) mod filenames;
 
+use std::io;
 use std::path::Path;
 
-use crate::error::Result;
+pub(crate) use current::read_current;
+
+use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
-use crate::log::LogWriter;
+use crate::log::{LogKind, LogWriter, read_log};
 
 /// What the manifest records about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableMeta {
     /// File number.
     pub id: u64,
-    /// Level it belongs to.
+    /// Level it belongs to (at most [`MAX_LEVEL`](edit::MAX_LEVEL)).
     pub level: u32,
     /// Sorted run within the level.
     pub run: u64,
@@ -57,41 +69,77 @@ pub(crate) struct Manifest {
 }
 
 impl Manifest {
-    /// Writes a new manifest `number` starting with `snapshot`, syncs it, and points CURRENT at it.
+    /// Writes a new manifest `number` starting with `snapshot`, syncs it,
+    /// and points CURRENT at it. On error CURRENT still names the previous
+    /// manifest (the new file may remain; it is not live).
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
         snapshot: &VersionEdit,
     ) -> Result<Self> {
-        todo!()
+        let name = filenames::manifest(number);
+        let mut log = LogWriter::create(fs, &dir.join(&name), LogKind::Manifest)?;
+        log.add_record(&edit::encode_edit(snapshot))?;
+        log.sync()?;
+        current::write_current(fs, dir, &name)?;
+        Ok(Self { log, number })
     }
-    /// Appends one edit and syncs.
+
+    /// Appends one edit and syncs: the edit counts only once this returns.
+    /// After an error the manifest may end in a partial record; append no
+    /// more to it (recovery ignores that record).
     pub(crate) fn append(&mut self, edit: &VersionEdit) -> Result<()> {
-        todo!()
+        self.log.add_record(&edit::encode_edit(edit))?;
+        self.log.sync()
     }
+
     /// Bytes written.
     pub(crate) fn size(&self) -> u64 {
-        todo!()
+        self.log.size()
     }
+
     /// File name (no directory).
     pub(crate) fn file_name(&self) -> String {
-        todo!()
+        filenames::manifest(self.number)
     }
 }
 
-/// Which manifest CURRENT names; `None` when there is no CURRENT (a new database).
-pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<Option<String>> {
-    todo!()
-}
-
-/// Every edit of manifest `name`.
+/// Every edit of manifest `name` in `dir`, oldest first. A torn last record
+/// (an edit whose sync never returned) is ignored. A missing manifest, a
+/// manifest with no edit (CURRENT names only manifests whose snapshot is
+/// durable), damage before the last record, or an edit that does not decode
+/// is [`Error::Corruption`] naming the manifest.
 pub(crate) fn read_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     name: &str,
 ) -> Result<Vec<VersionEdit>> {
-    todo!()
+    let path = dir.join(name);
+    let contents = read_log(fs, &path, LogKind::Manifest).map_err(|err| match err {
+        Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => Error::corruption(
+            &path,
+            0,
+            "CURRENT names this manifest, but it does not exist",
+        ),
+        other => other,
+    })?;
+    if contents.records.is_empty() {
+        return Err(Error::corruption(
+            &path,
+            contents.valid_len,
+            "the manifest holds no edit, not even its snapshot",
+        ));
+    }
+    contents
+        .records
+        .iter()
+        .zip(contents.record_offsets())
+        .map(|(record, offset)| {
+            edit::decode_edit(record)
+                .map_err(|c| c.in_file(&path, offset + crate::log::RECORD_HEADER_LEN as u64))
+        })
+        .collect()
 }
 
 /// Kinds of files in a database directory.
@@ -107,6 +155,9 @@ pub(crate) enum FileKind {
     Current,
     /// `LOCK`.
     Lock,
-    /// `*.tmp`.
+    /// A temporary copy of one of the above, `<name>.tmp` (`CURRENT.tmp`).
     Temp,
 }
+
+#[cfg(test)]
+mod tests;

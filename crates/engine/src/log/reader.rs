@@ -1,0 +1,430 @@
+//! [`read_log`]: every complete record of a log, and how it ends.
+//!
+//! The rule that separates a torn tail (a crash cut the last, unsynced
+//! write: not an error) from damage (an error naming the offset): a bad
+//! record at offset `p` is a **torn tail** when
+//!
+//! 1. the file ends inside its 8-byte record header, or
+//! 2. its claimed end `p + 8 + length` reaches or passes the end of the
+//!    file (the cut fell inside the record, or the record's last bytes
+//!    never reached the disk), or
+//! 3. every byte from `p` to the end of the file is zero (the file's size
+//!    was extended but its unsynced data never written).
+//!
+//! Otherwise bytes follow that the bad record cannot account for, so an
+//! earlier, acknowledged record was damaged: [`Error::Corruption`] at `p`.
+//!
+//! A damaged length field that happens to point past the end of the file
+//! is indistinguishable from a torn write and is read as one.
+//!
+//! A file shorter than the header, or whose bytes are all zero, was never
+//! synced (a sync always follows a complete header), so it is an empty
+//! log; a torn tail when non-empty. Any other bad header is corruption.
+
+use std::path::Path;
+
+use super::{HEADER_LEN, LogKind, RECORD_HEADER_LEN, check_header};
+use crate::encoding::checksum_matches;
+use crate::error::{Corrupt, Error, Result};
+use crate::fs::{FileSystem, read_all};
+
+/// How a log ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Tail {
+    /// Every byte belongs to a whole, valid record.
+    Clean,
+    /// From `valid_len` on, the bytes are an incomplete or damaged record.
+    Torn {
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// Every complete record of a log.
+#[derive(Debug)]
+pub(crate) struct LogContents {
+    /// Payloads in order.
+    pub records: Vec<Vec<u8>>,
+    /// Bytes up to the end of the last good record (the header's end if
+    /// there is none, 0 if the header itself is incomplete).
+    pub valid_len: u64,
+    /// Whether anything follows it.
+    pub tail: Tail,
+}
+
+impl LogContents {
+    /// Offset in the file of each record (of its 8-byte record header), in
+    /// the order of [`records`](Self::records): for error messages that
+    /// name where a record's payload failed to decode.
+    pub(crate) fn record_offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.iter().scan(HEADER_LEN as u64, |next, record| {
+            let at = *next;
+            *next += (RECORD_HEADER_LEN + record.len()) as u64;
+            Some(at)
+        })
+    }
+}
+
+/// Reads every record of `path`, a log of `kind`. A missing file or a
+/// failed read is [`Error::Io`]; damage before the tail is
+/// [`Error::Corruption`] naming `path` and the offset.
+pub(crate) fn read_log(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<LogContents> {
+    let bytes = read_all(fs, path).map_err(|e| Error::io(path, e))?;
+    parse_log(&bytes, kind).map_err(|c| c.in_file(path, 0))
+}
+
+/// Little-endian `u32` at `at`, if four bytes are there.
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let field = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([field[0], field[1], field[2], field[3]]))
+}
+
+/// Parses a whole log file held in memory.
+pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corrupt> {
+    let all_zero = |from: usize| {
+        bytes
+            .get(from..)
+            .is_some_and(|rest| rest.iter().all(|&b| b == 0))
+    };
+    let empty = |detail: String| LogContents {
+        records: Vec::new(),
+        valid_len: 0,
+        tail: if bytes.is_empty() {
+            Tail::Clean
+        } else {
+            Tail::Torn { detail }
+        },
+    };
+    let Some(header) = bytes.get(..HEADER_LEN) else {
+        return Ok(empty(format!(
+            "the file ends inside the log header ({} bytes)",
+            bytes.len()
+        )));
+    };
+    if let Err(err) = check_header(header, kind) {
+        if all_zero(0) {
+            return Ok(empty(format!("the file is {} zero bytes", bytes.len())));
+        }
+        return Err(err);
+    }
+    let mut records = Vec::new();
+    let mut pos = HEADER_LEN;
+    while pos < bytes.len() {
+        let remaining = bytes.len() - pos;
+        let torn = |detail: String| Tail::Torn { detail };
+        let (Some(sum), Some(len)) = (u32_at(bytes, pos), u32_at(bytes, pos + 4)) else {
+            let detail = format!("the file ends inside a record header ({remaining} bytes)");
+            return Ok(LogContents {
+                records,
+                valid_len: pos as u64,
+                tail: torn(detail),
+            });
+        };
+        let len = len as usize;
+        let body = bytes
+            .get(pos + 4..)
+            .and_then(|from| from.get(..len.checked_add(4)?));
+        let Some(body) = body.filter(|_| remaining - RECORD_HEADER_LEN > len) else {
+            // The record reaches the end of the file: the cut, or the
+            // missing last bytes, of the final write.
+            let tail = match body {
+                Some(body) if checksum_matches(body, sum) => {
+                    records.push(body[4..].to_vec());
+                    pos = bytes.len();
+                    Tail::Clean
+                }
+                Some(_) => torn(format!("the last record ({len} bytes) fails its checksum")),
+                None => torn(format!(
+                    "a record of {len} bytes runs past the end of the file ({remaining} bytes left)"
+                )),
+            };
+            return Ok(LogContents {
+                records,
+                valid_len: pos as u64,
+                tail,
+            });
+        };
+        if !checksum_matches(body, sum) {
+            if all_zero(pos) {
+                let detail = format!("{remaining} zero bytes follow the last record");
+                return Ok(LogContents {
+                    records,
+                    valid_len: pos as u64,
+                    tail: torn(detail),
+                });
+            }
+            let after = remaining - RECORD_HEADER_LEN - len;
+            return Err(Corrupt::new(
+                pos as u64,
+                format!(
+                    "record {} ({len} bytes) fails its checksum and {after} more bytes follow it",
+                    records.len()
+                ),
+            ));
+        }
+        records.push(body[4..].to_vec());
+        pos += RECORD_HEADER_LEN + len;
+    }
+    Ok(LogContents {
+        records,
+        valid_len: pos as u64,
+        tail: Tail::Clean,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use proptest::prelude::*;
+
+    use super::super::{LogWriter, encode_header, encode_record};
+    use super::*;
+    use crate::encoding::checksum;
+    use crate::fs::FaultInjectionFs;
+
+    fn records() -> Vec<Vec<u8>> {
+        vec![
+            b"first".to_vec(),
+            Vec::new(),
+            vec![7; 300],
+            b"last record".to_vec(),
+        ]
+    }
+
+    /// A file system holding `/db/log` with `records`; returns it, the
+    /// path and the offset where each record starts (plus the end).
+    fn written(records: &[Vec<u8>]) -> (FaultInjectionFs, PathBuf, Vec<u64>) {
+        let fs = FaultInjectionFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let path = PathBuf::from("/db/log");
+        let mut writer = LogWriter::create(&fs, &path, LogKind::Wal).unwrap();
+        assert_eq!(writer.path(), path);
+        let mut offsets = vec![writer.size()];
+        for record in records {
+            writer.add_record(record).unwrap();
+            offsets.push(writer.size());
+        }
+        writer.sync().unwrap();
+        (fs, path, offsets)
+    }
+
+    #[test]
+    fn round_trip_and_sizes() {
+        let (fs, path, offsets) = written(&records());
+        let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+        assert_eq!(contents.records, records());
+        assert_eq!(contents.tail, Tail::Clean);
+        assert_eq!(contents.valid_len, *offsets.last().unwrap());
+        assert_eq!(fs.contents(&path).unwrap().len() as u64, contents.valid_len);
+        let starts: Vec<u64> = contents.record_offsets().collect();
+        assert_eq!(starts, offsets[..offsets.len() - 1]);
+        let err = read_log(&fs, &path, LogKind::Manifest).unwrap_err();
+        assert!(matches!(err, Error::Corruption { offset: 5, .. }), "{err}");
+    }
+
+    #[test]
+    fn golden_file() {
+        let (fs, path, _) = written(&[b"hi".to_vec()]);
+        let mut expected = encode_header(LogKind::Wal).to_vec();
+        expected.extend_from_slice(&checksum(b"\x02\x00\x00\x00hi").to_le_bytes());
+        expected.extend_from_slice(b"\x02\x00\x00\x00hi");
+        assert_eq!(fs.contents(&path).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_cut_anywhere_in_the_last_record_is_a_torn_tail() {
+        let (fs, path, offsets) = written(&records());
+        let full = fs.contents(&path).unwrap();
+        let last_start = offsets[offsets.len() - 2] as usize;
+        for cut in last_start..full.len() {
+            fs.set_contents(&path, full[..cut].to_vec()).unwrap();
+            let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+            assert_eq!(contents.records, records()[..3], "cut at {cut}");
+            assert_eq!(contents.valid_len, last_start as u64, "cut at {cut}");
+            assert_eq!(
+                contents.tail == Tail::Clean,
+                cut == last_start,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cut_at_every_offset_keeps_the_whole_records_before_it() {
+        let (fs, path, offsets) = written(&records());
+        let full = fs.contents(&path).unwrap();
+        for cut in 0..=full.len() {
+            fs.set_contents(&path, full[..cut].to_vec()).unwrap();
+            let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+            let whole = offsets
+                .iter()
+                .filter(|&&end| end <= cut as u64)
+                .count()
+                .saturating_sub(1);
+            assert_eq!(contents.records, records()[..whole], "cut at {cut}");
+            let expected_len = if cut < HEADER_LEN { 0 } else { offsets[whole] };
+            assert_eq!(contents.valid_len, expected_len, "cut at {cut}");
+            let clean = cut == 0 || offsets.contains(&(cut as u64));
+            assert_eq!(contents.tail == Tail::Clean, clean, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn damage_in_the_last_record_is_a_torn_tail() {
+        let (fs, path, offsets) = written(&records());
+        let full = fs.contents(&path).unwrap();
+        let last_start = offsets[offsets.len() - 2] as usize;
+        // Payload and checksum bytes; a damaged length reads as torn too
+        // unless it shrinks the record (then bytes follow: corruption).
+        for at in (last_start..last_start + 4).chain(last_start + 8..full.len()) {
+            let mut bytes = full.clone();
+            bytes[at] ^= 0x5a;
+            fs.set_contents(&path, bytes).unwrap();
+            let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+            assert_eq!(contents.records, records()[..3], "flip at {at}");
+            assert_eq!(contents.valid_len, last_start as u64);
+            assert!(matches!(contents.tail, Tail::Torn { .. }));
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_middle_record_is_corruption_at_its_offset() {
+        let (fs, path, offsets) = written(&records());
+        let full = fs.contents(&path).unwrap();
+        for record in 0..records().len() - 1 {
+            let (start, end) = (offsets[record] as usize, offsets[record + 1] as usize);
+            // Checksum and payload bytes (length bytes may point past the end).
+            for at in (start..start + 4).chain(start + 8..end) {
+                let mut bytes = full.clone();
+                bytes[at] ^= 0x5a;
+                fs.set_contents(&path, bytes).unwrap();
+                match read_log(&fs, &path, LogKind::Wal) {
+                    Err(Error::Corruption {
+                        path: p,
+                        offset,
+                        detail,
+                    }) => {
+                        assert_eq!(p, path);
+                        assert_eq!(offset, start as u64, "flip at {at}: {detail}");
+                    }
+                    other => panic!("flip at {at}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_shrunk_length_in_a_middle_record_is_corruption() {
+        let (fs, path, offsets) = written(&records());
+        let mut bytes = fs.contents(&path).unwrap();
+        let third = offsets[2] as usize;
+        bytes[third + 4] = 10; // 300 bytes claimed as 10
+        fs.set_contents(&path, bytes).unwrap();
+        let err = read_log(&fs, &path, LogKind::Wal).unwrap_err();
+        assert!(
+            matches!(err, Error::Corruption { offset, .. } if offset == third as u64),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn zeros_or_garbage_after_the_last_record() {
+        let (fs, path, offsets) = written(&records());
+        let full = fs.contents(&path).unwrap();
+        let end = *offsets.last().unwrap();
+        // An all-zero record must not pass its own checksum.
+        assert_ne!(checksum(&[0; 4]), 0);
+        for zeros in [1, 7, 8, 9, 100, 5000] {
+            let mut bytes = full.clone();
+            bytes.extend(std::iter::repeat_n(0, zeros));
+            fs.set_contents(&path, bytes).unwrap();
+            let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+            assert_eq!(contents.records, records(), "{zeros} zeros");
+            assert_eq!(contents.valid_len, end);
+            assert!(matches!(contents.tail, Tail::Torn { .. }));
+        }
+        // The prefix of a record, then zeros: the record's length reaches past the end.
+        let mut bytes = full.clone();
+        bytes.extend_from_slice(&encode_record(&[9; 100])[..20]);
+        bytes.extend_from_slice(&[0; 30]);
+        fs.set_contents(&path, bytes).unwrap();
+        let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+        assert_eq!((contents.records.len(), contents.valid_len), (4, end));
+        // Garbage whose length field points past the end: torn.
+        let mut bytes = full.clone();
+        bytes.extend_from_slice(&[0xab; 40]);
+        fs.set_contents(&path, bytes).unwrap();
+        assert!(matches!(
+            read_log(&fs, &path, LogKind::Wal).unwrap().tail,
+            Tail::Torn { .. }
+        ));
+    }
+
+    #[test]
+    fn headers() {
+        let fs = FaultInjectionFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let path = PathBuf::from("/db/log");
+        LogWriter::create(&fs, &path, LogKind::Manifest).unwrap();
+        let header = fs.contents(&path).unwrap();
+        let read = |bytes: Vec<u8>| {
+            fs.set_contents(&path, bytes).unwrap();
+            read_log(&fs, &path, LogKind::Manifest)
+        };
+        let contents = read(header.clone()).unwrap();
+        assert_eq!(
+            (contents.records.len(), contents.valid_len, contents.tail),
+            (0, 12, Tail::Clean)
+        );
+        let contents = read(Vec::new()).unwrap();
+        assert_eq!((contents.valid_len, contents.tail), (0, Tail::Clean));
+        for len in 1..HEADER_LEN {
+            let contents = read(header[..len].to_vec()).unwrap();
+            assert_eq!(contents.valid_len, 0);
+            assert!(matches!(contents.tail, Tail::Torn { .. }));
+        }
+        let contents = read(vec![0; 64]).unwrap();
+        assert_eq!((contents.records.len(), contents.valid_len), (0, 0));
+        assert!(matches!(contents.tail, Tail::Torn { .. }));
+        for at in 0..HEADER_LEN {
+            let mut bytes = header.clone();
+            bytes[at] ^= 0x5a;
+            match read(bytes) {
+                Err(Error::Corruption {
+                    path: p, offset, ..
+                }) => {
+                    assert_eq!(p, path);
+                    assert!(offset < HEADER_LEN as u64);
+                }
+                other => panic!("flip at {at}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            read_log(&fs, Path::new("/db/missing"), LogKind::Wal),
+            Err(Error::Io { .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut bytes = encode_header(LogKind::Wal).to_vec();
+            bytes.extend_from_slice(&tail);
+            if let Ok(contents) = parse_log(&bytes, LogKind::Wal) {
+                prop_assert!(contents.valid_len as usize <= bytes.len());
+            }
+            let _ = parse_log(&tail, LogKind::Wal);
+        }
+
+        #[test]
+        fn records_round_trip(records in proptest::collection::vec(
+            proptest::collection::vec(any::<u8>(), 0..100), 0..10)
+        ) {
+            let (fs, path, _) = written(&records);
+            let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+            prop_assert_eq!(contents.records, records);
+            prop_assert_eq!(contents.tail, Tail::Clean);
+        }
+    }
+}
