@@ -13,7 +13,7 @@ use crate::batch::decode_record;
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::log::{LogKind, LogWriter, Tail, read_log};
+use crate::log::{LogKind, LogWriter, RECORD_HEADER_LEN, Tail, read_log};
 use crate::manifest::{
     FileKind, Manifest, TableMeta, VersionEdit, filenames, read_current, read_manifest,
 };
@@ -37,6 +37,8 @@ pub(crate) fn style_tag(style: &CompactionStyle) -> u8 {
 /// What replaying the manifest yields.
 struct Recovered {
     version: Version,
+    /// The manifest CURRENT named (empty for a new database).
+    manifest_name: String,
     next_file_number: u64,
     log_number: u64,
     last_seq: SeqNo,
@@ -66,13 +68,25 @@ impl Db {
             .collect();
         wals.sort_unstable();
         let replayed = Arc::new(Memtable::new(0));
-        for &number in &wals {
+        if recovered.log_number > 0 && !wals.contains(&recovered.log_number) {
+            // The WAL an edit names is deleted only after a later edit
+            // supersedes it: the manifest lost its newest edits.
+            return Err(Error::corruption(
+                dir.join(&recovered.manifest_name),
+                0,
+                format!(
+                    "the manifest needs WAL {} which is missing: its newest edits are lost",
+                    filenames::wal(recovered.log_number)
+                ),
+            ));
+        }
+        for (position, &number) in wals.iter().enumerate() {
             let path = dir.join(filenames::wal(number));
             let contents = read_log(fs.as_ref(), &path, LogKind::Wal)?;
-            for (index, record) in contents.records.iter().enumerate() {
-                let (first_seq, ops) = decode_record(record).map_err(|c| {
-                    Error::corruption(&path, 0, format!("record {index}: {}", c.detail))
-                })?;
+            let offsets = contents.record_offsets();
+            for (record, offset) in contents.records.iter().zip(offsets) {
+                let (first_seq, ops) = decode_record(record)
+                    .map_err(|c| c.in_file(&path, offset + RECORD_HEADER_LEN as u64))?;
                 for (i, (kind, key, value)) in ops.iter().enumerate() {
                     replayed.insert(key, first_seq + i as u64, *kind, value);
                 }
@@ -80,7 +94,12 @@ impl Db {
                     .last_seq
                     .max(first_seq + ops.len() as u64 - u64::from(!ops.is_empty()));
             }
-            if let Tail::Torn { .. } = contents.tail {
+            if let Tail::Torn { detail } = &contents.tail {
+                // Only the newest WAL can be cut by a crash: every older one
+                // was synced before the next was started.
+                if position + 1 < wals.len() {
+                    return Err(Error::corruption(&path, contents.valid_len, detail.clone()));
+                }
                 fs.truncate(&path, contents.valid_len)
                     .map_err(|e| Error::io(&path, e))?;
             }
@@ -125,6 +144,7 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
         }
         return Ok(Recovered {
             version: Version::default(),
+            manifest_name: String::new(),
             next_file_number: 1,
             log_number: 0,
             last_seq: 0,
@@ -165,7 +185,16 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
             .collect();
         for meta in &added {
             let path = dir.join(filenames::table(meta.id));
-            let table = Table::open(fs, path, meta.id, Arc::clone(cache))?;
+            let table = match Table::open(fs, path.clone(), meta.id, Arc::clone(cache)) {
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::corruption(
+                        &manifest_path,
+                        0,
+                        format!("names table {} which is missing", path.display()),
+                    ));
+                }
+                other => other?,
+            };
             opened.insert(
                 meta.id,
                 Arc::new(LiveTable::new(
@@ -187,6 +216,7 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
     }
     Ok(Recovered {
         version,
+        manifest_name,
         next_file_number,
         log_number,
         last_seq,
