@@ -44,7 +44,10 @@ impl Block {
             let restart = array.u32("restart offset")?;
             let ascending = restarts.last().is_none_or(|&last| restart > last);
             if (i == 0 && restart != 0) || !ascending || restart as usize >= entries_end {
-                return Err(Corrupt::new(at, format!("restart offset {restart} out of order")));
+                return Err(Corrupt::new(
+                    at,
+                    format!("restart offset {restart} out of order"),
+                ));
             }
             restarts.push(restart);
         }
@@ -87,7 +90,10 @@ impl Block {
         d.bytes(value_len, "value").map_err(at)?;
         key.truncate(shared);
         key.extend_from_slice(suffix);
-        Ok(Some((pos + d.position(), value_start..value_start + value_len)))
+        Ok(Some((
+            pos + d.position(),
+            value_start..value_start + value_len,
+        )))
     }
 
     /// The key of restart point `index` into `key`.
@@ -217,14 +223,18 @@ mod tests {
 
     #[test]
     fn seek_finds_the_first_key_at_or_after_the_target() {
-        let keys: Vec<Vec<u8>> = (0..50u32).map(|i| ikey(format!("k{:03}", i * 2).as_bytes(), 5)).collect();
+        let keys: Vec<Vec<u8>> = (0..50u32)
+            .map(|i| ikey(format!("k{:03}", i * 2).as_bytes(), 5))
+            .collect();
         for interval in [1, 3, 16, 100] {
             let block = built(&keys, interval);
             let mut key = Vec::new();
             for i in 0..100u32 {
                 let target = ikey(format!("k{i:03}").as_bytes(), 5);
                 let found = block.seek(&target, &mut key).unwrap();
-                let expected = keys.iter().position(|k| cmp_internal(k, &target) != Ordering::Less);
+                let expected = keys
+                    .iter()
+                    .position(|k| cmp_internal(k, &target) != Ordering::Less);
                 match expected {
                     Some(at) => {
                         assert_eq!(key, keys[at]);
@@ -240,7 +250,9 @@ mod tests {
 
     #[test]
     fn damaged_blocks_are_errors_at_every_byte() {
-        let keys: Vec<Vec<u8>> = (0..20u32).map(|i| ikey(format!("key{i}").as_bytes(), 1)).collect();
+        let keys: Vec<Vec<u8>> = (0..20u32)
+            .map(|i| ikey(format!("key{i}").as_bytes(), 1))
+            .collect();
         let mut b = BlockBuilder::new(4);
         for k in &keys {
             b.add(k, b"value");

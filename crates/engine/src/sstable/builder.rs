@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use sift_filter::KeyHash;
 
+use super::TableOptions;
 use super::block_builder::BlockBuilder;
 use super::filter_block::{FilterLayout, encode_partition_index};
 use super::filter_builder::{BuiltFilter, FilterOutput, KeyFilterBuilder};
@@ -12,7 +13,6 @@ use super::footer::{FOOTER_LEN, Footer};
 use super::index::{Index, IndexEntry};
 use super::properties::{BuiltFilterKind, Properties};
 use super::trailer::{BlockHandle, seal_block};
-use super::TableOptions;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{InternalKey, MAX_SEQNO, SeqNo, cmp_internal, user_key_of};
@@ -101,7 +101,8 @@ impl TableBuilder {
         }
         self.key_buf.clear();
         key.encode_into(&mut self.key_buf);
-        let new_user_key = self.entries == 0 || user_key_of(&self.last_key) != key.user_key.as_slice();
+        let new_user_key =
+            self.entries == 0 || user_key_of(&self.last_key) != key.user_key.as_slice();
         if self.entries > 0 && cmp_internal(&self.key_buf, &self.last_key) != Ordering::Greater {
             return Err(Error::InvalidArgument(format!(
                 "table {}: key {:?}@{} added after {:?}",
@@ -176,7 +177,10 @@ impl TableBuilder {
     /// partition count.
     fn write_filter(&mut self) -> Result<(FilterLayout, BlockHandle, BuiltFilterKind, u64, u64)> {
         let last_user_key = user_key_of(&self.last_key).to_vec();
-        let filter = std::mem::replace(&mut self.filter, KeyFilterBuilder::new(self.options.filter, 1));
+        let filter = std::mem::replace(
+            &mut self.filter,
+            KeyFilterBuilder::new(self.options.filter, 1),
+        );
         let kind_of = |filters: &[&BuiltFilter]| {
             let ribbons = filters.iter().filter(|f| f.ribbon).count();
             match ribbons {
@@ -186,10 +190,22 @@ impl TableBuilder {
             }
         };
         Ok(match filter.finish(&last_user_key) {
-            FilterOutput::None => (FilterLayout::None, BlockHandle::default(), BuiltFilterKind::None, 0, 0),
+            FilterOutput::None => (
+                FilterLayout::None,
+                BlockHandle::default(),
+                BuiltFilterKind::None,
+                0,
+                0,
+            ),
             FilterOutput::Whole(built) => {
                 let handle = self.write_block(&built.encoded, Compression::None)?;
-                (FilterLayout::Whole, handle, kind_of(&[&built]), built.data_bytes, 0)
+                (
+                    FilterLayout::Whole,
+                    handle,
+                    kind_of(&[&built]),
+                    built.data_bytes,
+                    0,
+                )
             }
             FilterOutput::Partitioned(partitions) => {
                 let mut entries = Vec::with_capacity(partitions.len());
@@ -197,10 +213,17 @@ impl TableBuilder {
                     let handle = self.write_block(&built.encoded, Compression::None)?;
                     entries.push((last_key.clone(), handle));
                 }
-                let handle = self.write_block(&encode_partition_index(&entries), Compression::None)?;
+                let handle =
+                    self.write_block(&encode_partition_index(&entries), Compression::None)?;
                 let built: Vec<&BuiltFilter> = partitions.iter().map(|(b, _)| b).collect();
                 let bytes = built.iter().map(|b| b.data_bytes).sum();
-                (FilterLayout::Partitioned, handle, kind_of(&built), bytes, built.len() as u64)
+                (
+                    FilterLayout::Partitioned,
+                    handle,
+                    kind_of(&built),
+                    bytes,
+                    built.len() as u64,
+                )
             }
         })
     }
@@ -210,7 +233,8 @@ impl TableBuilder {
         self.flush_block()?;
         let stored_data_bytes = self.offset;
         let distinct_keys = self.filter.distinct_keys();
-        let (filter_layout, filter, filter_kind, filter_bytes, filter_partitions) = self.write_filter()?;
+        let (filter_layout, filter, filter_kind, filter_bytes, filter_partitions) =
+            self.write_filter()?;
         let index_raw = Index::encode(&self.index);
         let index = self.write_block(&index_raw, Compression::None)?;
         let mut props = Properties {
@@ -225,7 +249,11 @@ impl TableBuilder {
             data_blocks: self.index.len() as u64,
             filter_kind,
             filter_partitions,
-            bits_per_key: if self.options.filter.enabled() { self.options.filter.bits_per_key } else { 0.0 },
+            bits_per_key: if self.options.filter.enabled() {
+                self.options.filter.bits_per_key
+            } else {
+                0.0
+            },
             compression: self.options.compression,
             raw_data_bytes: self.raw_data_bytes,
             stored_data_bytes,

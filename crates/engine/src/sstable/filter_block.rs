@@ -20,6 +20,9 @@ use crate::fs::ReadableFile;
 /// with room to spare.
 const MAX_PARTITION_KEY: usize = 1 << 20;
 
+/// One partition index entry: the partition's last user key and its block.
+type PartitionEntry = (Box<[u8]>, BlockHandle);
+
 /// How the footer's filter handle is to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -137,9 +140,9 @@ impl KeyFilter {
 
     /// The first damage found, as the error `verify` reports.
     pub(crate) fn problem(&self, path: &Path) -> Option<Error> {
-        self.problem
-            .as_ref()
-            .map(|(offset, detail)| Error::corruption(path, *offset, format!("key filter: {detail}")))
+        self.problem.as_ref().map(|(offset, detail)| {
+            Error::corruption(path, *offset, format!("key filter: {detail}"))
+        })
     }
 
     /// Whether any part of the filter could not be read.
@@ -161,7 +164,8 @@ fn read_filter(
         Err(Error::Corruption { offset, detail, .. }) => return Ok(Err((offset, detail))),
         Err(other) => return Err(other),
     };
-    Ok(StaticFilter::decode(&bytes).map_err(|e| (handle.offset, format!("filter does not decode: {e}"))))
+    Ok(StaticFilter::decode(&bytes)
+        .map_err(|e| (handle.offset, format!("filter does not decode: {e}"))))
 }
 
 /// Reads the partition index and every partition; a damaged partition is
@@ -205,11 +209,11 @@ fn decode_partition_index(
     bytes: &[u8],
     index_offset: u64,
     largest_user_key: &[u8],
-) -> Result<Vec<(Box<[u8]>, BlockHandle)>, Corrupt> {
+) -> Result<Vec<PartitionEntry>, Corrupt> {
     let mut d = Decoder::new(bytes);
     // Each entry takes at least 3 bytes (empty key, offset, size).
     let count = d.varint_len(bytes.len() / 3, "partition count")?;
-    let mut out: Vec<(Box<[u8]>, BlockHandle)> = Vec::with_capacity(count);
+    let mut out: Vec<PartitionEntry> = Vec::with_capacity(count);
     for _ in 0..count {
         let at = d.position() as u64;
         let key = d.length_prefixed(MAX_PARTITION_KEY, "partition key")?;
@@ -227,6 +231,9 @@ fn decode_partition_index(
     }
     match out.last() {
         Some((last, _)) if &**last == largest_user_key => Ok(out),
-        _ => Err(Corrupt::new(0, "last partition does not end at the table's largest key")),
+        _ => Err(Corrupt::new(
+            0,
+            "last partition does not end at the table's largest key",
+        )),
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! Call order: `new`, then (`add`* `block_boundary`)*, then `finish` once.
 
-use sift_filter::{BlockedBloomBuilder, Filter, FilterBuilder, KeyHash, RibbonBuilder, StaticFilter};
+use sift_filter::{
+    BlockedBloomBuilder, Filter, FilterBuilder, KeyHash, RibbonBuilder, StaticFilter,
+};
 
 use super::{FilterChoice, FilterKindChoice};
 
@@ -166,7 +168,8 @@ impl KeyFilterBuilder {
             self.partitions.push((built, last_user_key.to_vec()));
             self.hashes.clear();
         } else {
-            self.pending.push((self.hashes.len(), last_user_key.to_vec()));
+            self.pending
+                .push((self.hashes.len(), last_user_key.to_vec()));
         }
     }
 

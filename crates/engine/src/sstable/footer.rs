@@ -57,7 +57,10 @@ impl Footer {
     /// magic, version, checksum, layout and reserved bytes.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, Corrupt> {
         if bytes.len() != FOOTER_LEN {
-            return Err(Corrupt::new(0, format!("footer of {} bytes, expected {FOOTER_LEN}", bytes.len())));
+            return Err(Corrupt::new(
+                0,
+                format!("footer of {} bytes, expected {FOOTER_LEN}", bytes.len()),
+            ));
         }
         let mut d = Decoder::new(bytes);
         let mut handles = [BlockHandle::default(); 3];
@@ -73,7 +76,10 @@ impl Footer {
             return Err(Corrupt::new(60, "not a Sift table (bad magic)"));
         }
         if version != FORMAT_VERSION {
-            return Err(Corrupt::new(52, format!("unsupported table format version {version}")));
+            return Err(Corrupt::new(
+                52,
+                format!("unsupported table format version {version}"),
+            ));
         }
         if !checksum_matches(bytes.get(..CHECKSUM_AT).unwrap_or_default(), stored) {
             return Err(Corrupt::new(CHECKSUM_AT as u64, "footer checksum mismatch"));
@@ -99,9 +105,18 @@ mod tests {
 
     fn sample() -> Footer {
         Footer {
-            index: BlockHandle { offset: 0x1234, size: 0x56 },
-            filter: BlockHandle { offset: 0x1000, size: 0x200 },
-            properties: BlockHandle { offset: 0x1300, size: 0x40 },
+            index: BlockHandle {
+                offset: 0x1234,
+                size: 0x56,
+            },
+            filter: BlockHandle {
+                offset: 0x1000,
+                size: 0x200,
+            },
+            properties: BlockHandle {
+                offset: 0x1300,
+                size: 0x40,
+            },
             filter_layout: FilterLayout::Partitioned,
         }
     }

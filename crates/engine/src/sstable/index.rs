@@ -65,10 +65,19 @@ impl Index {
                 return Err(Corrupt::new(at, "index keys out of order"));
             }
             if handle.offset != expected_offset {
-                return Err(Corrupt::new(at, format!("data block at {} should start at {expected_offset}", handle.offset)));
+                return Err(Corrupt::new(
+                    at,
+                    format!(
+                        "data block at {} should start at {expected_offset}",
+                        handle.offset
+                    ),
+                ));
             }
             expected_offset = handle.end().filter(|&end| end <= data_end).ok_or_else(|| {
-                Corrupt::new(at, format!("data block at {} runs past {data_end}", handle.offset))
+                Corrupt::new(
+                    at,
+                    format!("data block at {} runs past {data_end}", handle.offset),
+                )
             })?;
             entries.push(IndexEntry {
                 last_key: key.into(),
@@ -107,7 +116,10 @@ mod tests {
             .map(|k| {
                 let handle = BlockHandle { offset, size: 100 };
                 offset = handle.end().unwrap();
-                IndexEntry { last_key: ikey(k.as_bytes(), 3), handle }
+                IndexEntry {
+                    last_key: ikey(k.as_bytes(), 3),
+                    handle,
+                }
             })
             .collect()
     }
@@ -128,7 +140,10 @@ mod tests {
     #[test]
     fn inconsistent_indexes_are_refused() {
         let bytes = Index::encode(&sample());
-        assert!(Index::decode(&bytes, 200).is_err(), "blocks past the data end");
+        assert!(
+            Index::decode(&bytes, 200).is_err(),
+            "blocks past the data end"
+        );
         let mut swapped = sample();
         swapped.swap(0, 1);
         assert!(Index::decode(&Index::encode(&swapped), 1000).is_err());

@@ -124,15 +124,17 @@ impl TableFile {
 
     /// Every entry: (user key, sequence number, value or `None` for a tombstone).
     pub fn entries(&self) -> impl Iterator<Item = Result<(Vec<u8>, SeqNo, Option<Vec<u8>>)>> + '_ {
-        self.table.iter(Bound::Unbounded, Bound::Unbounded).map(|item| {
-            item.map(|entry| {
-                let value = match entry.key.kind {
-                    ValueKind::Value => Some(entry.value),
-                    ValueKind::Delete => None,
-                };
-                (entry.key.user_key, entry.key.seq, value)
+        self.table
+            .iter(Bound::Unbounded, Bound::Unbounded)
+            .map(|item| {
+                item.map(|entry| {
+                    let value = match entry.key.kind {
+                        ValueKind::Value => Some(entry.value),
+                        ValueKind::Delete => None,
+                    };
+                    (entry.key.user_key, entry.key.seq, value)
+                })
             })
-        })
     }
 
     /// Reads every block and checks checksums and the filter against every key.
@@ -158,8 +160,9 @@ impl TableFile {
             let block = table.read_data_block(at)?;
             for item in block.entries() {
                 let (key, _) = item.map_err(|c| c.in_file(path, offset))?;
-                let parsed = ParsedKey::parse(&key)
-                    .ok_or_else(|| Error::corruption(path, offset, "stored key is not an internal key"))?;
+                let parsed = ParsedKey::parse(&key).ok_or_else(|| {
+                    Error::corruption(path, offset, "stored key is not an internal key")
+                })?;
                 let new_user_key = match &previous {
                     None => true,
                     Some(prev) => {
@@ -172,7 +175,11 @@ impl TableFile {
                 if new_user_key {
                     distinct += 1;
                     if !table.may_contain(parsed.user_key, KeyHash::of(parsed.user_key)) {
-                        return Err(Error::corruption(path, offset, format!("the key filter misses key {:?}", parsed.user_key)));
+                        return Err(Error::corruption(
+                            path,
+                            offset,
+                            format!("the key filter misses key {:?}", parsed.user_key),
+                        ));
                     }
                 }
                 entries += 1;
@@ -182,7 +189,11 @@ impl TableFile {
                 previous = Some(key);
             }
             if previous.as_deref() != Some(&*index_entry.last_key) {
-                return Err(Error::corruption(path, offset, "block does not end at its index key"));
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    "block does not end at its index key",
+                ));
             }
         }
         let p = table.properties();
@@ -192,7 +203,11 @@ impl TableFile {
             && previous.unwrap_or_default() == p.largest
             && (entries == 0 || (min_seq == p.min_seq && max_seq == p.max_seq));
         if !agrees {
-            return Err(Error::corruption(path, table.properties_offset(), "properties disagree with the data blocks"));
+            return Err(Error::corruption(
+                path,
+                table.properties_offset(),
+                "properties disagree with the data blocks",
+            ));
         }
         match table.filter().problem(path) {
             Some(problem) => Err(problem),

@@ -86,8 +86,9 @@ impl TableIter {
         let mut out = VecDeque::new();
         for item in block.entries() {
             let (key, value) = item.map_err(|c| c.in_file(path, offset))?;
-            let parsed = ParsedKey::parse(&key)
-                .ok_or_else(|| Error::corruption(path, offset, "stored key is not an internal key"))?;
+            let parsed = ParsedKey::parse(&key).ok_or_else(|| {
+                Error::corruption(path, offset, "stored key is not an internal key")
+            })?;
             if self.within(parsed.user_key) {
                 out.push_back(Entry {
                     key: InternalKey::new(parsed.user_key, parsed.seq, parsed.kind),

@@ -41,7 +41,10 @@ pub(crate) use builder::TableBuilder;
 pub(crate) use cache::BlockCache;
 pub use inspect::{TableFile, TableSummary};
 pub(crate) use iter::TableIter;
-#[allow(unused_imports, reason = "the stub named it here; the db layer reaches it through `Table::properties`")]
+#[allow(
+    unused_imports,
+    reason = "the stub named it here; the db layer reaches it through `Table::properties`"
+)]
 pub(crate) use properties::Properties;
 pub(crate) use table::Table;
 

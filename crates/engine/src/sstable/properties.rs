@@ -140,7 +140,12 @@ impl Properties {
         let compression = match d.u8("compression")? {
             0 => Compression::None,
             1 => Compression::Lz4,
-            other => return Err(Corrupt::new(compression_at, format!("unknown compression {other}"))),
+            other => {
+                return Err(Corrupt::new(
+                    compression_at,
+                    format!("unknown compression {other}"),
+                ));
+            }
         };
         let raw_data_bytes = d.varint("raw data bytes")?;
         let stored_data_bytes = d.varint("stored data bytes")?;
@@ -160,7 +165,10 @@ impl Properties {
             ParsedKey::parse(&smallest).is_some() && ParsedKey::parse(&largest).is_some()
         };
         if !keys_ok {
-            return Err(Corrupt::new(keys_at, "smallest/largest keys are not internal keys"));
+            return Err(Corrupt::new(
+                keys_at,
+                "smallest/largest keys are not internal keys",
+            ));
         }
         if min_seq > max_seq || max_seq > MAX_SEQNO {
             return Err(Corrupt::new(seq_at, "sequence number range is impossible"));

@@ -41,19 +41,29 @@ impl Table {
     /// properties. Damage outside the filter is [`Error::Corruption`]
     /// naming `path` and the offset; a damaged filter only makes every
     /// probe answer "may contain".
-    pub(crate) fn open(fs: &dyn FileSystem, path: PathBuf, id: u64, cache: Arc<BlockCache>) -> Result<Self> {
+    pub(crate) fn open(
+        fs: &dyn FileSystem,
+        path: PathBuf,
+        id: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Self> {
         let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
         let size = file.size().map_err(|e| Error::io(&path, e))?;
-        let limit = size
-            .checked_sub(FOOTER_LEN as u64)
-            .ok_or_else(|| Error::corruption(&path, 0, format!("{size} bytes: too short for a table footer")))?;
+        let limit = size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                format!("{size} bytes: too short for a table footer"),
+            )
+        })?;
         let mut footer_bytes = [0; FOOTER_LEN];
         file.read_exact_at(&mut footer_bytes, limit)
             .map_err(|e| Error::io(&path, e))?;
         let footer = Footer::decode(&footer_bytes).map_err(|c| c.in_file(&path, limit))?;
 
         let raw = read_block(file.as_ref(), &path, footer.properties, limit)?;
-        let mut properties = Properties::decode(&raw).map_err(|c| c.in_file(&path, footer.properties.offset))?;
+        let mut properties =
+            Properties::decode(&raw).map_err(|c| c.in_file(&path, footer.properties.offset))?;
         properties.file_size = size;
 
         // Data blocks come first, back to back, and end where the metadata
@@ -64,17 +74,26 @@ impl Table {
             meta_start = meta_start.min(footer.filter.offset);
         }
         if data_end > meta_start {
-            return Err(Error::corruption(&path, footer.properties.offset, format!("data ends at {data_end}, after the metadata at {meta_start}")));
+            return Err(Error::corruption(
+                &path,
+                footer.properties.offset,
+                format!("data ends at {data_end}, after the metadata at {meta_start}"),
+            ));
         }
 
         let raw = read_block(file.as_ref(), &path, footer.index, limit)?;
-        let index = Index::decode(&raw, data_end).map_err(|c| c.in_file(&path, footer.index.offset))?;
+        let index =
+            Index::decode(&raw, data_end).map_err(|c| c.in_file(&path, footer.index.offset))?;
         let last = index.entries.last();
         let consistent = index.entries.len() as u64 == properties.data_blocks
             && last.map_or(0, |e| e.handle.end().unwrap_or(u64::MAX)) == data_end
             && last.is_none_or(|e| *e.last_key == *properties.largest);
         if !consistent {
-            return Err(Error::corruption(&path, footer.index.offset, "index disagrees with the properties (block count, data end or largest key)"));
+            return Err(Error::corruption(
+                &path,
+                footer.index.offset,
+                "index disagrees with the properties (block count, data end or largest key)",
+            ));
         }
 
         let filter = KeyFilter::load(
@@ -111,7 +130,12 @@ impl Table {
 
     /// Newest version of `user_key` at or below `seq` (tombstones
     /// included); adds data blocks read to `blocks_read`.
-    pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo, blocks_read: &mut u64) -> Result<Option<Entry>> {
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        blocks_read: &mut u64,
+    ) -> Result<Option<Entry>> {
         let len = user_key.len() + TRAILER_LEN;
         let trailer = (seq.min(MAX_SEQNO) << 8 | ValueKind::MAX as u64).to_le_bytes();
         let mut stack = [0u8; STACK_KEY];
@@ -140,7 +164,11 @@ impl Table {
             .map_err(|c| c.in_file(&self.path, self.block_offset(at)))?;
         let Some(value) = found else { return Ok(None) };
         let Some(parsed) = ParsedKey::parse(&key) else {
-            return Err(Error::corruption(&self.path, self.block_offset(at), "stored key is not an internal key"));
+            return Err(Error::corruption(
+                &self.path,
+                self.block_offset(at),
+                "stored key is not an internal key",
+            ));
         };
         if parsed.user_key != user_key {
             return Ok(None);
@@ -148,13 +176,21 @@ impl Table {
         let (seq, kind) = (parsed.seq, parsed.kind);
         key.truncate(user_key.len());
         Ok(Some(Entry {
-            key: InternalKey { user_key: key, seq, kind },
+            key: InternalKey {
+                user_key: key,
+                seq,
+                kind,
+            },
             value: block.value(value).to_vec(),
         }))
     }
 
     /// Entries with user keys within the bounds, double-ended, owning an `Arc` of the table.
-    pub(crate) fn iter(self: &Arc<Self>, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> TableIter {
+    pub(crate) fn iter(
+        self: &Arc<Self>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> TableIter {
         TableIter::new(Arc::clone(self), lower, upper)
     }
 
@@ -200,7 +236,8 @@ impl Table {
             return Ok(block);
         }
         let block = Arc::new(self.read_data_block(at)?);
-        self.cache.insert(self.id, handle.offset, Arc::clone(&block));
+        self.cache
+            .insert(self.id, handle.offset, Arc::clone(&block));
         Ok(block)
     }
 
@@ -213,7 +250,12 @@ impl Table {
             .get(at)
             .map(|e| e.handle)
             .ok_or_else(|| Error::corruption(&self.path, offset, format!("no data block {at}")))?;
-        let raw = read_block(self.file.as_ref(), &self.path, handle, self.properties.stored_data_bytes)?;
+        let raw = read_block(
+            self.file.as_ref(),
+            &self.path,
+            handle,
+            self.properties.stored_data_bytes,
+        )?;
         Block::decode(raw).map_err(|c| c.in_file(&self.path, offset))
     }
 }

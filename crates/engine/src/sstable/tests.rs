@@ -16,7 +16,13 @@ use crate::key::{Entry, InternalKey, MAX_SEQNO, SeqNo, ValueKind};
 
 const DIR: &str = "/db";
 
-fn options(block_bytes: usize, restart_interval: usize, compression: Compression, filter: FilterChoice, partition_keys: u64) -> TableOptions {
+fn options(
+    block_bytes: usize,
+    restart_interval: usize,
+    compression: Compression,
+    filter: FilterChoice,
+    partition_keys: u64,
+) -> TableOptions {
     TableOptions {
         block_bytes,
         restart_interval,
@@ -38,7 +44,12 @@ fn default_options() -> TableOptions {
 }
 
 /// Writes `entries` (sorted) to `/db/<id>.sst` and returns the path.
-fn write(fs: &FaultInjectionFs, id: u64, entries: &[Entry], options: TableOptions) -> (PathBuf, Properties) {
+fn write(
+    fs: &FaultInjectionFs,
+    id: u64,
+    entries: &[Entry],
+    options: TableOptions,
+) -> (PathBuf, Properties) {
     fs.create_dir_all(Path::new(DIR)).unwrap();
     let path = Path::new(DIR).join(format!("{id:06}.sst"));
     let file = fs.create(&path).unwrap();
@@ -53,7 +64,13 @@ fn write(fs: &FaultInjectionFs, id: u64, entries: &[Entry], options: TableOption
 }
 
 fn open(fs: &FaultInjectionFs, path: &Path) -> crate::error::Result<Arc<Table>> {
-    Table::open(fs, path.to_path_buf(), 7, Arc::new(BlockCache::new(1 << 20))).map(Arc::new)
+    Table::open(
+        fs,
+        path.to_path_buf(),
+        7,
+        Arc::new(BlockCache::new(1 << 20)),
+    )
+    .map(Arc::new)
 }
 
 fn entry(user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Entry {
@@ -69,9 +86,22 @@ fn numbered(n: u32) -> Vec<Entry> {
     let mut out = Vec::new();
     for i in 0..n {
         let key = format!("key{i:06}").into_bytes();
-        out.push(entry(&key, u64::from(i) * 2 + 1, ValueKind::Value, format!("value{i}").as_bytes()));
-        let kind = if i % 3 == 0 { ValueKind::Delete } else { ValueKind::Value };
-        let value = if kind == ValueKind::Value { b"old".to_vec() } else { Vec::new() };
+        out.push(entry(
+            &key,
+            u64::from(i) * 2 + 1,
+            ValueKind::Value,
+            format!("value{i}").as_bytes(),
+        ));
+        let kind = if i % 3 == 0 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Value
+        };
+        let value = if kind == ValueKind::Value {
+            b"old".to_vec()
+        } else {
+            Vec::new()
+        };
         out.push(entry(&key, u64::from(i) * 2, kind, &value));
     }
     out
@@ -125,13 +155,30 @@ fn table_options() -> impl Strategy<Value = TableOptions> {
         prop::sample::select(vec![1usize, 64, 300, 4096]),
         prop::sample::select(vec![1usize, 2, 16]),
         prop::bool::ANY,
-        prop::sample::select(vec![FilterKindChoice::None, FilterKindChoice::BlockedBloom, FilterKindChoice::Ribbon]),
+        prop::sample::select(vec![
+            FilterKindChoice::None,
+            FilterKindChoice::BlockedBloom,
+            FilterKindChoice::Ribbon,
+        ]),
         prop::sample::select(vec![0.0, 3.5, 10.0]),
         prop::sample::select(vec![1u64, 4, 1000]),
     )
         .prop_map(|(block, restart, lz4, kind, bits, partition_keys)| {
-            let compression = if lz4 { Compression::Lz4 } else { Compression::None };
-            options(block, restart, compression, FilterChoice { kind, bits_per_key: bits }, partition_keys)
+            let compression = if lz4 {
+                Compression::Lz4
+            } else {
+                Compression::None
+            };
+            options(
+                block,
+                restart,
+                compression,
+                FilterChoice {
+                    kind,
+                    bits_per_key: bits,
+                },
+                partition_keys,
+            )
         })
 }
 
@@ -213,21 +260,46 @@ proptest! {
 #[test]
 fn tiny_blocks_restart_every_entry_and_lz4() {
     let entries = numbered(500);
-    for (block_bytes, restart, compression) in [(1, 1, Compression::None), (4096, 1, Compression::Lz4), (16 << 10, 64, Compression::Lz4)] {
+    for (block_bytes, restart, compression) in [
+        (1, 1, Compression::None),
+        (4096, 1, Compression::Lz4),
+        (16 << 10, 64, Compression::Lz4),
+    ] {
         let fs = FaultInjectionFs::new();
-        let (path, props) = write(&fs, 1, &entries, options(block_bytes, restart, compression, bloom(10.0), 1_000_000));
+        let (path, props) = write(
+            &fs,
+            1,
+            &entries,
+            options(block_bytes, restart, compression, bloom(10.0), 1_000_000),
+        );
         if block_bytes == 1 {
-            assert_eq!(props.data_blocks, entries.len() as u64, "one entry per block");
+            assert_eq!(
+                props.data_blocks,
+                entries.len() as u64,
+                "one entry per block"
+            );
         }
         if compression == Compression::Lz4 {
-            assert!(props.stored_data_bytes < props.raw_data_bytes * 3 / 4, "{props:?}");
+            assert!(
+                props.stored_data_bytes < props.raw_data_bytes * 3 / 4,
+                "{props:?}"
+            );
         }
         let table = open(&fs, &path).unwrap();
         for e in &entries {
             let mut blocks = 0;
-            assert_eq!(table.get(&e.key.user_key, e.key.seq, &mut blocks).unwrap().as_ref(), Some(e));
+            assert_eq!(
+                table
+                    .get(&e.key.user_key, e.key.seq, &mut blocks)
+                    .unwrap()
+                    .as_ref(),
+                Some(e)
+            );
         }
-        let all: Vec<Entry> = table.iter(Bound::Unbounded, Bound::Unbounded).map(Result::unwrap).collect();
+        let all: Vec<Entry> = table
+            .iter(Bound::Unbounded, Bound::Unbounded)
+            .map(Result::unwrap)
+            .collect();
         assert_eq!(all, entries);
         TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
     }
@@ -238,8 +310,16 @@ fn partitioned_filters_find_every_key_and_reject_most_absent_ones() {
     let entries = numbered(20_000);
     for kind in [FilterKindChoice::BlockedBloom, FilterKindChoice::Ribbon] {
         let fs = FaultInjectionFs::new();
-        let filter = FilterChoice { kind, bits_per_key: 10.0 };
-        let (path, props) = write(&fs, 1, &entries, options(4096, 16, Compression::None, filter, 1000));
+        let filter = FilterChoice {
+            kind,
+            bits_per_key: 10.0,
+        };
+        let (path, props) = write(
+            &fs,
+            1,
+            &entries,
+            options(4096, 16, Compression::None, filter, 1000),
+        );
         assert!(props.filter_partitions >= 15, "{props:?}");
         assert_eq!(props.distinct_keys, 20_000);
         let bits = props.filter_bytes as f64 * 8.0 / 20_000.0;
@@ -255,9 +335,18 @@ fn partitioned_filters_find_every_key_and_reject_most_absent_ones() {
         });
         let false_positives = absent.count();
         // About 1% at 10 bits/key; 2.5% is > 10 standard deviations above.
-        assert!(false_positives < 500, "{kind:?}: {false_positives} false positives in 20,000");
-        assert!(!table.may_contain(b"zzz", KeyHash::of(b"zzz")), "past the last partition");
-        assert!(!table.may_contain(b"a", KeyHash::of(b"a")), "before the first key");
+        assert!(
+            false_positives < 500,
+            "{kind:?}: {false_positives} false positives in 20,000"
+        );
+        assert!(
+            !table.may_contain(b"zzz", KeyHash::of(b"zzz")),
+            "past the last partition"
+        );
+        assert!(
+            !table.may_contain(b"a", KeyHash::of(b"a")),
+            "before the first key"
+        );
         TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
     }
 }
@@ -265,10 +354,20 @@ fn partitioned_filters_find_every_key_and_reject_most_absent_ones() {
 #[test]
 fn whole_filter_is_used_below_the_partition_threshold() {
     let fs = FaultInjectionFs::new();
-    let (_, props) = write(&fs, 1, &numbered(999), options(4096, 16, Compression::None, bloom(10.0), 1000));
+    let (_, props) = write(
+        &fs,
+        1,
+        &numbered(999),
+        options(4096, 16, Compression::None, bloom(10.0), 1000),
+    );
     assert_eq!(props.filter_partitions, 0);
     assert!(props.filter_bytes > 0);
-    let (_, props) = write(&fs, 2, &numbered(100), options(4096, 16, Compression::None, bloom(0.0), 10));
+    let (_, props) = write(
+        &fs,
+        2,
+        &numbered(100),
+        options(4096, 16, Compression::None, bloom(0.0), 10),
+    );
     assert_eq!((props.filter_bytes, props.filter_partitions), (0, 0));
 }
 
@@ -285,13 +384,21 @@ fn out_of_order_and_duplicate_keys_are_errors() {
         InternalKey::new(b"b".to_vec(), 6, ValueKind::Value),
         b.clone(),
     ] {
-        let err = builder.add(&bad, KeyHash::of(&bad.user_key), b"x").unwrap_err();
+        let err = builder
+            .add(&bad, KeyHash::of(&bad.user_key), b"x")
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     }
     let too_new = InternalKey::new(b"c".to_vec(), MAX_SEQNO + 1, ValueKind::Value);
     assert!(builder.add(&too_new, KeyHash::of(b"c"), b"").is_err());
     // The builder is still usable after refusing.
-    builder.add(&InternalKey::new(b"c".to_vec(), 1, ValueKind::Value), KeyHash::of(b"c"), b"2").unwrap();
+    builder
+        .add(
+            &InternalKey::new(b"c".to_vec(), 1, ValueKind::Value),
+            KeyHash::of(b"c"),
+            b"2",
+        )
+        .unwrap();
     assert_eq!(builder.finish().unwrap().entries, 2);
 }
 
@@ -327,8 +434,16 @@ fn the_block_cache_serves_repeated_reads() {
 #[test]
 fn summary_reports_the_properties() {
     let fs = FaultInjectionFs::new();
-    let filter = FilterChoice { kind: FilterKindChoice::Ribbon, bits_per_key: 7.5 };
-    let (path, props) = write(&fs, 1, &numbered(5000), options(4096, 16, Compression::Lz4, filter, 1_000_000));
+    let filter = FilterChoice {
+        kind: FilterKindChoice::Ribbon,
+        bits_per_key: 7.5,
+    };
+    let (path, props) = write(
+        &fs,
+        1,
+        &numbered(5000),
+        options(4096, 16, Compression::Lz4, filter, 1_000_000),
+    );
     let summary = TableFile::open_in(&fs, &path).unwrap().properties();
     assert_eq!(summary.entries, 10_000);
     assert_eq!(summary.distinct_keys, 5000);
@@ -339,8 +454,108 @@ fn summary_reports_the_properties() {
     assert_eq!((summary.min_seq, summary.max_seq), (0, 9999));
     assert_eq!(summary.filter_kind, "ribbon");
     assert_eq!(summary.filter_target_bits_per_key, 7.5);
-    assert!((7.0..8.5).contains(&summary.filter_bits_per_key), "{summary:?}");
+    assert!(
+        (7.0..8.5).contains(&summary.filter_bits_per_key),
+        "{summary:?}"
+    );
     assert!(summary.filter_readable);
     assert_eq!(summary.compression, Compression::Lz4);
     assert_eq!(summary.format_version, 1);
+}
+
+/// What reading every key of a damaged table gives: each lookup either
+/// finds the right entry or reports corruption in this file.
+fn check_damaged(fs: &FaultInjectionFs, path: &Path, entries: &[Entry], what: &str) -> bool {
+    let is_ours = |e: &Error| matches!(e, Error::Corruption { path: p, .. } if p == path);
+    let table = match open(fs, path) {
+        Ok(table) => table,
+        Err(e) => {
+            assert!(is_ours(&e), "{what}: open gave {e}");
+            return false;
+        }
+    };
+    for e in entries {
+        let hash = KeyHash::of(&e.key.user_key);
+        assert!(
+            table.may_contain(&e.key.user_key, hash),
+            "{what}: filter lost a key"
+        );
+        match table.get(&e.key.user_key, e.key.seq, &mut 0) {
+            Ok(found) => assert_eq!(found.as_ref(), Some(e), "{what}: wrong entry"),
+            Err(err) => assert!(is_ours(&err), "{what}: get gave {err}"),
+        }
+    }
+    for item in table.iter(Bound::Unbounded, Bound::Unbounded).rev() {
+        if let Err(err) = item {
+            assert!(is_ours(&err), "{what}: scan gave {err}");
+        }
+    }
+    let inspected = TableFile::open_in(fs, path).unwrap();
+    let _ = inspected.properties();
+    let verdict = inspected.verify();
+    assert!(
+        verdict.as_ref().is_err_and(is_ours),
+        "{what}: verify said {verdict:?}"
+    );
+    true
+}
+
+#[test]
+fn damage_at_every_offset_is_reported_or_harmless() {
+    let entries = numbered(200);
+    for filter in [
+        bloom(10.0),
+        FilterChoice {
+            kind: FilterKindChoice::Ribbon,
+            bits_per_key: 8.0,
+        },
+    ] {
+        let fs = FaultInjectionFs::new();
+        let (path, props) = write(
+            &fs,
+            1,
+            &entries,
+            options(512, 4, Compression::Lz4, filter, 50),
+        );
+        assert!(props.filter_partitions > 1);
+        let original = fs.contents(&path).unwrap();
+        let data_end = props.stored_data_bytes as usize;
+        let filter_end = index_offset(&original);
+        let mut opened_with_damage = 0;
+        for at in 0..original.len() {
+            let mut bad = original.clone();
+            bad[at] ^= 1 << (at % 8);
+            fs.set_contents(&path, bad).unwrap();
+            let opened = check_damaged(&fs, &path, &entries, &format!("flip at {at}"));
+            opened_with_damage += usize::from(opened);
+            // A damaged filter never stops the table from opening.
+            if (data_end..filter_end).contains(&at) {
+                assert!(opened, "flip at {at} in the filter failed the open");
+            }
+        }
+        assert!(
+            opened_with_damage > data_end / 2,
+            "data and filter damage open fine"
+        );
+        for cut in (0..original.len()).step_by(7) {
+            fs.set_contents(&path, original[..cut].to_vec()).unwrap();
+            check_damaged(&fs, &path, &entries, &format!("cut at {cut}"));
+        }
+        let mut tampered = original.clone();
+        let len = tampered.len();
+        tampered[len - 1] = b'X';
+        fs.set_contents(&path, tampered).unwrap();
+        let err = open(&fs, &path).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corruption { offset, .. } if *offset == (len - 4) as u64),
+            "{err}"
+        );
+    }
+}
+
+/// Where the filter partitions and partition index end: the index block's
+/// offset, the footer's first field.
+fn index_offset(file: &[u8]) -> usize {
+    let footer = &file[file.len() - footer::FOOTER_LEN..];
+    u64::from_le_bytes(footer[..8].try_into().unwrap()) as usize
 }

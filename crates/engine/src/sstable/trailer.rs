@@ -129,7 +129,10 @@ pub(crate) fn unseal(mut buf: Vec<u8>) -> Result<Vec<u8>, Corrupt> {
 /// Reverses the LZ4 branch of [`seal_block`].
 fn decompress(stored: &[u8]) -> Result<Vec<u8>, Corrupt> {
     let mut decoder = Decoder::new(stored);
-    let max = stored.len().saturating_mul(LZ4_MAX_RATIO).saturating_add(64);
+    let max = stored
+        .len()
+        .saturating_mul(LZ4_MAX_RATIO)
+        .saturating_add(64);
     let raw_len = decoder.varint_len(max, "uncompressed length")?;
     let body = decoder.bytes(decoder.remaining(), "lz4 data")?;
     let mut raw = vec![0; raw_len];
