@@ -1,26 +1,54 @@
-//! STUB — to be replaced. SSTables: sorted, immutable files of entries with a key filter.
+//! SSTables: sorted, immutable files of entries with a key filter.
+//!
+//! A table is written once by a [`TableBuilder`] in one pass over entries
+//! sorted by internal key, then read by a [`Table`]: its index, filter and
+//! properties are pinned in memory at open, its data blocks are read on
+//! demand through the shared [`BlockCache`]. The file, front to back:
+//!
+//! ```text
+//! data block 0 | ... | data block n-1      entries, prefix-compressed (block.rs)
+//! filter block, or filter partitions + partition index   (filter_block.rs)
+//! index block                              last key of each data block -> handle
+//! properties block                         counts, key range, filter facts
+//! footer (64 bytes)                        handles, format version, magic
+//! ```
+//!
+//! Every block is followed by a 5-byte trailer (compression byte, checksum).
+//! `docs/format-sstable.md` describes every byte. Decoders of file bytes
+//! never panic: damage is [`Error::Corruption`](crate::Error::Corruption)
+//! naming the file and offset, except in the key filter, whose damage only
+//! turns it into "may contain" for every key (a filter may cost a read,
+//! never lose a key).
 
-use std::ops::Bound;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod block;
+mod block_builder;
+mod builder;
+mod cache;
+mod filter_block;
+mod filter_builder;
+mod footer;
+mod index;
+mod inspect;
+mod iter;
+mod properties;
+mod table;
+mod trailer;
 
-use sift_filter::KeyHash;
+#[cfg(test)]
+mod tests;
 
-use crate::error::Result;
-use crate::fs::{FileSystem, WritableFile};
-use crate::key::{Entry, InternalKey, SeqNo};
+pub(crate) use builder::TableBuilder;
+pub(crate) use cache::BlockCache;
+pub use inspect::{TableFile, TableSummary};
+pub(crate) use iter::TableIter;
+#[allow(
+    unused_imports,
+    reason = "the stub named it here; the db layer reaches it through `Table::properties`"
+)]
+pub(crate) use properties::Properties;
+pub(crate) use table::Table;
+
 use crate::options::Compression;
-
-/// Cache of decoded data blocks shared by every table of a database.
-#[derive(Debug)]
-pub(crate) struct BlockCache {}
-
-impl BlockCache {
-    /// A cache holding about `capacity_bytes` of blocks.
-    pub(crate) fn new(capacity_bytes: u64) -> Self {
-        todo!()
-    }
-}
 
 /// Which key filter a new table gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +66,18 @@ pub(crate) enum FilterKindChoice {
 pub(crate) struct FilterChoice {
     /// Kind.
     pub kind: FilterKindChoice,
-    /// Bits per key.
+    /// Bits per key; fractional allowed. Zero (or anything not finite and
+    /// positive) means no filter, whatever the kind.
     pub bits_per_key: f64,
+}
+
+impl FilterChoice {
+    /// Whether this choice builds a filter at all.
+    pub(crate) fn enabled(&self) -> bool {
+        self.kind != FilterKindChoice::None
+            && self.bits_per_key.is_finite()
+            && self.bits_per_key > 0.0
+    }
 }
 
 /// How a table is written.
@@ -53,145 +91,6 @@ pub(crate) struct TableOptions {
     pub compression: Compression,
     /// Key filter.
     pub filter: FilterChoice,
-    /// Tables with more keys than this get a partitioned filter.
+    /// Tables with more distinct keys than this get a partitioned filter.
     pub partition_keys: u64,
-}
-
-/// What a finished table holds (also stored in its properties block).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Properties {
-    /// Entries.
-    pub entries: u64,
-    /// Distinct user keys (what the filter holds).
-    pub distinct_keys: u64,
-    /// File size.
-    pub file_size: u64,
-    /// Smallest internal key, encoded.
-    pub smallest: Vec<u8>,
-    /// Largest internal key, encoded.
-    pub largest: Vec<u8>,
-    /// Smallest sequence number.
-    pub min_seq: SeqNo,
-    /// Largest sequence number.
-    pub max_seq: SeqNo,
-    /// Bytes of key filter data.
-    pub filter_bytes: u64,
-}
-
-/// Writes one table.
-pub(crate) struct TableBuilder {}
-
-impl TableBuilder {
-    /// Starts a table in `file` (at `path`, for error messages).
-    pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf, options: TableOptions) -> Self {
-        todo!()
-    }
-    /// Adds the next entry (strictly ascending internal keys); `hash` is the KeyHash of its user key.
-    pub(crate) fn add(&mut self, key: &InternalKey, hash: KeyHash, value: &[u8]) -> Result<()> {
-        todo!()
-    }
-    /// Bytes the file will have if finished now (about).
-    pub(crate) fn estimated_size(&self) -> u64 {
-        todo!()
-    }
-    /// Writes filter, index, properties and footer; syncs the file.
-    pub(crate) fn finish(self) -> Result<Properties> {
-        todo!()
-    }
-}
-
-/// An open table: index and filter pinned in memory, data blocks read through the cache.
-#[derive(Debug)]
-pub(crate) struct Table {}
-
-impl Table {
-    /// Opens `path`, reading and checking footer, index, filter and properties.
-    pub(crate) fn open(
-        fs: &dyn FileSystem,
-        path: PathBuf,
-        id: u64,
-        cache: Arc<BlockCache>,
-    ) -> Result<Self> {
-        todo!()
-    }
-    /// `false` only if the table certainly holds no version of `user_key`.
-    pub(crate) fn may_contain(&self, user_key: &[u8], hash: KeyHash) -> bool {
-        todo!()
-    }
-    /// Newest version of `user_key` at or below `seq`; adds data blocks read to `blocks_read`.
-    pub(crate) fn get(
-        &self,
-        user_key: &[u8],
-        seq: SeqNo,
-        blocks_read: &mut u64,
-    ) -> Result<Option<Entry>> {
-        todo!()
-    }
-    /// Entries with user keys within the bounds, double-ended, owning an `Arc` of the table.
-    pub(crate) fn iter(
-        self: &Arc<Self>,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
-    ) -> TableIter {
-        todo!()
-    }
-    /// The file.
-    pub(crate) fn path(&self) -> &Path {
-        todo!()
-    }
-    /// Properties.
-    pub(crate) fn properties(&self) -> &Properties {
-        todo!()
-    }
-}
-
-/// Iterator over a table's entries.
-pub(crate) struct TableIter {}
-
-impl Iterator for TableIter {
-    type Item = Result<Entry>;
-    fn next(&mut self) -> Option<Self::Item> {
-        todo!()
-    }
-}
-
-impl DoubleEndedIterator for TableIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        todo!()
-    }
-}
-
-/// A table opened on its own for inspection (`sift dump-sst`, `sift verify`).
-#[derive(Debug)]
-pub struct TableFile {}
-
-/// What [`TableFile::properties`] reports.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct TableSummary {}
-
-impl TableFile {
-    /// Opens a table file through the given file layer.
-    ///
-    /// # Errors
-    /// [`Error::Io`](crate::Error::Io), [`Error::Corruption`](crate::Error::Corruption).
-    pub fn open_in(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
-        todo!()
-    }
-    /// Summary of the table.
-    #[must_use]
-    pub fn properties(&self) -> TableSummary {
-        todo!()
-    }
-    /// Every entry: (user key, sequence number, value or `None` for a tombstone).
-    pub fn entries(&self) -> impl Iterator<Item = Result<(Vec<u8>, SeqNo, Option<Vec<u8>>)>> + '_ {
-        std::iter::empty()
-    }
-    /// Reads every block and checks checksums and the filter against every key.
-    ///
-    /// # Errors
-    /// The first problem found.
-    pub fn verify(&self) -> Result<()> {
-        todo!()
-    }
 }

@@ -1,0 +1,150 @@
+//! The fixed-size footer at the end of every table: where the index, filter
+//! and properties blocks are, the format version, a checksum, and a magic.
+
+use super::filter_block::FilterLayout;
+use super::trailer::BlockHandle;
+use crate::encoding::{Decoder, checksum, checksum_matches};
+use crate::error::Corrupt;
+
+/// Footer length: three handles of two `u64` each (48), layout byte,
+/// 3 reserved bytes, version `u32`, checksum `u32`, magic (4).
+pub(crate) const FOOTER_LEN: usize = 64;
+
+/// Last four bytes of every table: `"SFTB"` (Sift TaBle), distinct from the
+/// filter envelope's `"SFLT"`.
+pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
+
+/// The table format this build writes and reads. A reader refuses other
+/// versions rather than guessing.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// Where the checksum sits; it covers every byte before it.
+const CHECKSUM_AT: usize = 56;
+
+/// The decoded footer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Footer {
+    /// The index block.
+    pub index: BlockHandle,
+    /// The filter block, or the partition index (zero when no filter).
+    pub filter: BlockHandle,
+    /// The properties block.
+    pub properties: BlockHandle,
+    /// How to read `filter`.
+    pub filter_layout: FilterLayout,
+}
+
+impl Footer {
+    /// The 64 footer bytes.
+    pub(crate) fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut out = Vec::with_capacity(FOOTER_LEN);
+        for handle in [self.index, self.filter, self.properties] {
+            out.extend_from_slice(&handle.offset.to_le_bytes());
+            out.extend_from_slice(&handle.size.to_le_bytes());
+        }
+        out.push(self.filter_layout as u8);
+        out.extend_from_slice(&[0; 3]);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let sum = checksum(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out.extend_from_slice(&MAGIC);
+        let mut fixed = [0; FOOTER_LEN];
+        fixed.copy_from_slice(&out);
+        fixed
+    }
+
+    /// Decodes the last [`FOOTER_LEN`] bytes of a table. Checks, in order:
+    /// magic, version, checksum, layout and reserved bytes.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, Corrupt> {
+        if bytes.len() != FOOTER_LEN {
+            return Err(Corrupt::new(
+                0,
+                format!("footer of {} bytes, expected {FOOTER_LEN}", bytes.len()),
+            ));
+        }
+        let mut d = Decoder::new(bytes);
+        let mut handles = [BlockHandle::default(); 3];
+        for handle in &mut handles {
+            handle.offset = d.u64("handle offset")?;
+            handle.size = d.u64("handle size")?;
+        }
+        let layout = d.u8("filter layout")?;
+        let reserved = d.bytes(3, "reserved")?;
+        let version = d.u32("format version")?;
+        let stored = d.u32("footer checksum")?;
+        if d.bytes(4, "magic")? != MAGIC {
+            return Err(Corrupt::new(60, "not a Sift table (bad magic)"));
+        }
+        if version != FORMAT_VERSION {
+            return Err(Corrupt::new(
+                52,
+                format!("unsupported table format version {version}"),
+            ));
+        }
+        if !checksum_matches(bytes.get(..CHECKSUM_AT).unwrap_or_default(), stored) {
+            return Err(Corrupt::new(CHECKSUM_AT as u64, "footer checksum mismatch"));
+        }
+        let filter_layout = FilterLayout::from_u8(layout)
+            .ok_or_else(|| Corrupt::new(48, format!("unknown filter layout {layout}")))?;
+        if reserved != [0; 3] {
+            return Err(Corrupt::new(49, "reserved footer bytes are not zero"));
+        }
+        let [index, filter, properties] = handles;
+        Ok(Self {
+            index,
+            filter,
+            properties,
+            filter_layout,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Footer {
+        Footer {
+            index: BlockHandle {
+                offset: 0x1234,
+                size: 0x56,
+            },
+            filter: BlockHandle {
+                offset: 0x1000,
+                size: 0x200,
+            },
+            properties: BlockHandle {
+                offset: 0x1300,
+                size: 0x40,
+            },
+            filter_layout: FilterLayout::Partitioned,
+        }
+    }
+
+    #[test]
+    fn golden_layout() {
+        let bytes = sample().encode();
+        assert_eq!(&bytes[0..8], &0x1234u64.to_le_bytes());
+        assert_eq!(&bytes[8..16], &0x56u64.to_le_bytes());
+        assert_eq!(&bytes[16..24], &0x1000u64.to_le_bytes());
+        assert_eq!(&bytes[24..32], &0x200u64.to_le_bytes());
+        assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
+        assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
+        assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
+        assert_eq!(&bytes[52..56], &[1, 0, 0, 0]);
+        assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
+        assert_eq!(&bytes[60..64], b"SFTB");
+        assert_eq!(Footer::decode(&bytes), Ok(sample()));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_refused() {
+        let bytes = sample().encode();
+        for i in 0..FOOTER_LEN {
+            let mut bad = bytes;
+            bad[i] ^= 0x04;
+            assert!(Footer::decode(&bad).is_err(), "flip at {i}");
+        }
+        assert!(Footer::decode(&bytes[1..]).is_err());
+    }
+}

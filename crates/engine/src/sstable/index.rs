@@ -1,0 +1,160 @@
+//! The index block: the last internal key of each data block and where the
+//! block is, decoded once at open into a sorted array.
+
+use std::cmp::Ordering;
+
+use super::trailer::BlockHandle;
+use crate::encoding::{Decoder, put_bytes, put_varint};
+use crate::error::Corrupt;
+use crate::key::{ParsedKey, cmp_internal};
+
+/// Longest key the index decoder accepts: the engine's key limit (64 KiB)
+/// plus the 8-byte trailer, rounded up generously.
+const MAX_INDEX_KEY: usize = 1 << 20;
+
+/// One data block: its last key (a separator: `>=` every key in it, `<`
+/// every key of the next block) and its handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    /// Encoded internal key of the block's last entry.
+    pub last_key: Box<[u8]>,
+    /// Where the block is.
+    pub handle: BlockHandle,
+}
+
+/// The decoded index: one entry per data block, in key order.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    /// Entries in strictly ascending `last_key` order.
+    pub entries: Vec<IndexEntry>,
+}
+
+impl Index {
+    /// The raw index block: `varint count`, then per block
+    /// `varint key_len | key | varint offset | varint size`.
+    pub(crate) fn encode(entries: &[IndexEntry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, entries.len() as u64);
+        for entry in entries {
+            put_bytes(&mut out, &entry.last_key);
+            entry.handle.put_varints(&mut out);
+        }
+        out
+    }
+
+    /// Decodes an index block whose data blocks must lie back to back from
+    /// offset 0 and end by `data_end`.
+    pub(crate) fn decode(bytes: &[u8], data_end: u64) -> Result<Self, Corrupt> {
+        let mut d = Decoder::new(bytes);
+        // Each entry takes at least 11 bytes (a key holds its 8-byte
+        // trailer): the bound stops a damaged count from allocating much.
+        let count = d.varint_len(bytes.len() / 11, "index entry count")?;
+        let mut entries: Vec<IndexEntry> = Vec::with_capacity(count);
+        let mut expected_offset = 0u64;
+        for _ in 0..count {
+            let at = d.position() as u64;
+            let key = d.length_prefixed(MAX_INDEX_KEY, "index key")?;
+            let handle = BlockHandle::read_varints(&mut d)?;
+            if ParsedKey::parse(key).is_none() {
+                return Err(Corrupt::new(at, "index key is not an internal key"));
+            }
+            if entries
+                .last()
+                .is_some_and(|last| cmp_internal(&last.last_key, key) != Ordering::Less)
+            {
+                return Err(Corrupt::new(at, "index keys out of order"));
+            }
+            if handle.offset != expected_offset {
+                return Err(Corrupt::new(
+                    at,
+                    format!(
+                        "data block at {} should start at {expected_offset}",
+                        handle.offset
+                    ),
+                ));
+            }
+            expected_offset = handle.end().filter(|&end| end <= data_end).ok_or_else(|| {
+                Corrupt::new(
+                    at,
+                    format!("data block at {} runs past {data_end}", handle.offset),
+                )
+            })?;
+            entries.push(IndexEntry {
+                last_key: key.into(),
+                handle,
+            });
+        }
+        if !d.is_empty() {
+            return Err(d.error("bytes after the last index entry"));
+        }
+        Ok(Self { entries })
+    }
+
+    /// Index of the first block whose last key is `>= key`: the only block
+    /// that can hold the first entry `>= key`. `len()` if none.
+    pub(crate) fn find(&self, key: &[u8]) -> usize {
+        self.entries
+            .partition_point(|e| cmp_internal(&e.last_key, key) == Ordering::Less)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, encode_internal_key};
+
+    fn ikey(user: &[u8], seq: u64) -> Box<[u8]> {
+        let mut out = Vec::new();
+        encode_internal_key(&mut out, user, seq, ValueKind::Value);
+        out.into()
+    }
+
+    fn sample() -> Vec<IndexEntry> {
+        let mut offset = 0;
+        ["b", "d", "f"]
+            .iter()
+            .map(|k| {
+                let handle = BlockHandle { offset, size: 100 };
+                offset = handle.end().unwrap();
+                IndexEntry {
+                    last_key: ikey(k.as_bytes(), 3),
+                    handle,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trip_and_find() {
+        let entries = sample();
+        let bytes = Index::encode(&entries);
+        let index = Index::decode(&bytes, 1000).unwrap();
+        assert_eq!(index.entries, entries);
+        assert_eq!(index.find(&ikey(b"a", 1)), 0);
+        assert_eq!(index.find(&ikey(b"b", 3)), 0);
+        assert_eq!(index.find(&ikey(b"b", 2)), 1);
+        assert_eq!(index.find(&ikey(b"e", 9)), 2);
+        assert_eq!(index.find(&ikey(b"g", 9)), 3);
+    }
+
+    #[test]
+    fn inconsistent_indexes_are_refused() {
+        let bytes = Index::encode(&sample());
+        assert!(
+            Index::decode(&bytes, 200).is_err(),
+            "blocks past the data end"
+        );
+        let mut swapped = sample();
+        swapped.swap(0, 1);
+        assert!(Index::decode(&Index::encode(&swapped), 1000).is_err());
+        let mut gap = sample();
+        gap[1].handle.offset += 1;
+        assert!(Index::decode(&Index::encode(&gap), 1000).is_err());
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert!(Index::decode(&trailing, 1000).is_err());
+        for cut in 0..bytes.len() {
+            assert!(Index::decode(&bytes[..cut], 1000).is_err());
+        }
+    }
+}

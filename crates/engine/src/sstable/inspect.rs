@@ -1,0 +1,217 @@
+//! The public inspection API: a table opened on its own, for `sift
+//! dump-sst`, `sift verify` and the `open_table` fuzz target.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use sift_filter::KeyHash;
+
+use super::cache::BlockCache;
+use super::footer::FORMAT_VERSION;
+use super::table::Table;
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, StdFs};
+use crate::key::{ParsedKey, SeqNo, ValueKind, cmp_internal};
+use crate::options::Compression;
+
+/// Block cache of a table opened for inspection: a few blocks, since
+/// `entries` and `verify` read each block once, in order.
+const INSPECT_CACHE_BYTES: u64 = 1 << 20;
+
+/// A table opened on its own for inspection (`sift dump-sst`, `sift verify`).
+#[derive(Debug)]
+pub struct TableFile {
+    table: Arc<Table>,
+}
+
+/// What [`TableFile::properties`] reports.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TableSummary {
+    /// Entries (every version and tombstone).
+    pub entries: u64,
+    /// Distinct user keys.
+    pub distinct_keys: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// File size in bytes.
+    pub file_size: u64,
+    /// Smallest user key (empty for an empty table).
+    pub smallest_user_key: Vec<u8>,
+    /// Largest user key (empty for an empty table).
+    pub largest_user_key: Vec<u8>,
+    /// Smallest sequence number.
+    pub min_seq: SeqNo,
+    /// Largest sequence number.
+    pub max_seq: SeqNo,
+    /// Key filter kind: `none`, `blocked_bloom`, `ribbon`, or
+    /// `ribbon+blocked_bloom` (Ribbon partitions with Bloom fallbacks).
+    pub filter_kind: String,
+    /// Filter partitions (0: none or one whole-table filter).
+    pub filter_partitions: u64,
+    /// Bytes of key filter data (without encoding envelopes).
+    pub filter_bytes: u64,
+    /// Filter bits per distinct key, measured: `8 · filter_bytes / distinct_keys`.
+    pub filter_bits_per_key: f64,
+    /// Filter bits per key the table was built for.
+    pub filter_target_bits_per_key: f64,
+    /// Whether every part of the key filter could be read (if not, the
+    /// table answers "may contain" where it could not).
+    pub filter_readable: bool,
+    /// Block compression the table was written with.
+    pub compression: Compression,
+    /// Data bytes before compression.
+    pub raw_data_bytes: u64,
+    /// Data bytes as stored, block trailers included.
+    pub stored_data_bytes: u64,
+    /// Table format version.
+    pub format_version: u32,
+}
+
+impl TableFile {
+    /// Opens a table file through the given file layer.
+    ///
+    /// # Errors
+    /// [`Error::Io`](crate::Error::Io), [`Error::Corruption`](crate::Error::Corruption).
+    pub fn open_in(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
+        let cache = Arc::new(BlockCache::new(INSPECT_CACHE_BYTES));
+        let table = Table::open(fs, path.to_path_buf(), 0, cache)?;
+        Ok(Self {
+            table: Arc::new(table),
+        })
+    }
+
+    /// Opens a table file on the operating system's file system.
+    ///
+    /// # Errors
+    /// As [`open_in`](Self::open_in).
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::open_in(&StdFs, path)
+    }
+
+    /// Summary of the table.
+    #[must_use]
+    pub fn properties(&self) -> TableSummary {
+        let p = self.table.properties();
+        let filter_bits_per_key = if p.distinct_keys == 0 {
+            0.0
+        } else {
+            p.filter_bytes as f64 * 8.0 / p.distinct_keys as f64
+        };
+        TableSummary {
+            entries: p.entries,
+            distinct_keys: p.distinct_keys,
+            data_blocks: p.data_blocks,
+            file_size: p.file_size,
+            smallest_user_key: p.smallest_user_key().to_vec(),
+            largest_user_key: p.largest_user_key().to_vec(),
+            min_seq: p.min_seq,
+            max_seq: p.max_seq,
+            filter_kind: p.filter_kind.name().to_owned(),
+            filter_partitions: p.filter_partitions,
+            filter_bytes: p.filter_bytes,
+            filter_bits_per_key,
+            filter_target_bits_per_key: p.bits_per_key,
+            filter_readable: !self.table.filter().is_damaged(),
+            compression: p.compression,
+            raw_data_bytes: p.raw_data_bytes,
+            stored_data_bytes: p.stored_data_bytes,
+            format_version: FORMAT_VERSION,
+        }
+    }
+
+    /// Every entry: (user key, sequence number, value or `None` for a tombstone).
+    pub fn entries(&self) -> impl Iterator<Item = Result<(Vec<u8>, SeqNo, Option<Vec<u8>>)>> + '_ {
+        self.table
+            .iter(Bound::Unbounded, Bound::Unbounded)
+            .map(|item| {
+                item.map(|entry| {
+                    let value = match entry.key.kind {
+                        ValueKind::Value => Some(entry.value),
+                        ValueKind::Delete => None,
+                    };
+                    (entry.key.user_key, entry.key.seq, value)
+                })
+            })
+    }
+
+    /// Reads every block and checks checksums and the filter against every key.
+    ///
+    /// Checks, in order: each data block's checksum and entries, that keys
+    /// ascend strictly across the table and each block ends at its index
+    /// key, that the counts, key range and sequence range match the
+    /// properties, that the filter could be read, and that it answers "may
+    /// contain" for every user key.
+    ///
+    /// # Errors
+    /// The first problem found, as [`Error::Corruption`] (or
+    /// [`Error::Io`]).
+    pub fn verify(&self) -> Result<()> {
+        let table = &self.table;
+        let path = table.path();
+        let mut previous: Option<Vec<u8>> = None;
+        let (mut entries, mut distinct) = (0u64, 0u64);
+        let (mut min_seq, mut max_seq) = (SeqNo::MAX, 0);
+        let mut smallest = None;
+        for (at, index_entry) in table.index().entries.iter().enumerate() {
+            let offset = index_entry.handle.offset;
+            let block = table.read_data_block(at)?;
+            for item in block.entries() {
+                let (key, _) = item.map_err(|c| c.in_file(path, offset))?;
+                let parsed = ParsedKey::parse(&key).ok_or_else(|| {
+                    Error::corruption(path, offset, "stored key is not an internal key")
+                })?;
+                let new_user_key = match &previous {
+                    None => true,
+                    Some(prev) => {
+                        if cmp_internal(prev, &key) != Ordering::Less {
+                            return Err(Error::corruption(path, offset, "keys out of order"));
+                        }
+                        ParsedKey::parse(prev).is_none_or(|p| p.user_key != parsed.user_key)
+                    }
+                };
+                if new_user_key {
+                    distinct += 1;
+                    if !table.may_contain(parsed.user_key, KeyHash::of(parsed.user_key)) {
+                        return Err(Error::corruption(
+                            path,
+                            offset,
+                            format!("the key filter misses key {:?}", parsed.user_key),
+                        ));
+                    }
+                }
+                entries += 1;
+                min_seq = min_seq.min(parsed.seq);
+                max_seq = max_seq.max(parsed.seq);
+                smallest.get_or_insert_with(|| key.clone());
+                previous = Some(key);
+            }
+            if previous.as_deref() != Some(&*index_entry.last_key) {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    "block does not end at its index key",
+                ));
+            }
+        }
+        let p = table.properties();
+        let agrees = entries == p.entries
+            && distinct == p.distinct_keys
+            && smallest.unwrap_or_default() == p.smallest
+            && previous.unwrap_or_default() == p.largest
+            && (entries == 0 || (min_seq == p.min_seq && max_seq == p.max_seq));
+        if !agrees {
+            return Err(Error::corruption(
+                path,
+                table.properties_offset(),
+                "properties disagree with the data blocks",
+            ));
+        }
+        match table.filter().problem(path) {
+            Some(problem) => Err(problem),
+            None => Ok(()),
+        }
+    }
+}

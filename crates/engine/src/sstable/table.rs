@@ -1,0 +1,261 @@
+//! [`Table`]: an open table, its index, filter and properties in memory.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sift_filter::KeyHash;
+
+use super::block::Block;
+use super::cache::BlockCache;
+use super::filter_block::{FilterLayout, KeyFilter};
+use super::footer::{FOOTER_LEN, Footer};
+use super::index::Index;
+use super::iter::TableIter;
+use super::properties::Properties;
+use super::trailer::read_block;
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, ReadableFile};
+use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
+
+/// Search keys up to this long are built on the stack, so that a lookup
+/// allocates nothing but the entry it returns.
+const STACK_KEY: usize = 256;
+
+/// An open table: index and filter pinned in memory, data blocks read through the cache.
+#[derive(Debug)]
+pub(crate) struct Table {
+    file: Arc<dyn ReadableFile>,
+    path: PathBuf,
+    id: u64,
+    cache: Arc<BlockCache>,
+    index: Index,
+    filter: KeyFilter,
+    properties: Properties,
+    /// Where the properties block is (for reports about it).
+    properties_offset: u64,
+}
+
+impl Table {
+    /// Opens `path`, reading and checking footer, index, filter and
+    /// properties. Damage outside the filter is [`Error::Corruption`]
+    /// naming `path` and the offset; a damaged filter only makes every
+    /// probe answer "may contain".
+    pub(crate) fn open(
+        fs: &dyn FileSystem,
+        path: PathBuf,
+        id: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Self> {
+        let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
+        let size = file.size().map_err(|e| Error::io(&path, e))?;
+        let limit = size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                format!("{size} bytes: too short for a table footer"),
+            )
+        })?;
+        let mut footer_bytes = [0; FOOTER_LEN];
+        file.read_exact_at(&mut footer_bytes, limit)
+            .map_err(|e| Error::io(&path, e))?;
+        let footer = Footer::decode(&footer_bytes).map_err(|c| c.in_file(&path, limit))?;
+
+        let raw = read_block(file.as_ref(), &path, footer.properties, limit)?;
+        let mut properties =
+            Properties::decode(&raw).map_err(|c| c.in_file(&path, footer.properties.offset))?;
+        properties.file_size = size;
+
+        // Data blocks come first, back to back, and end where the metadata
+        // blocks begin.
+        let data_end = properties.stored_data_bytes;
+        let mut meta_start = footer.index.offset.min(footer.properties.offset);
+        if footer.filter_layout != FilterLayout::None {
+            meta_start = meta_start.min(footer.filter.offset);
+        }
+        if data_end > meta_start {
+            return Err(Error::corruption(
+                &path,
+                footer.properties.offset,
+                format!("data ends at {data_end}, after the metadata at {meta_start}"),
+            ));
+        }
+
+        let raw = read_block(file.as_ref(), &path, footer.index, limit)?;
+        let index =
+            Index::decode(&raw, data_end).map_err(|c| c.in_file(&path, footer.index.offset))?;
+        let last = index.entries.last();
+        let consistent = index.entries.len() as u64 == properties.data_blocks
+            && last.map_or(0, |e| e.handle.end().unwrap_or(u64::MAX)) == data_end
+            && last.is_none_or(|e| *e.last_key == *properties.largest);
+        if !consistent {
+            return Err(Error::corruption(
+                &path,
+                footer.index.offset,
+                "index disagrees with the properties (block count, data end or largest key)",
+            ));
+        }
+
+        let filter = KeyFilter::load(
+            file.as_ref(),
+            &path,
+            footer.filter_layout,
+            footer.filter,
+            limit,
+            properties.largest_user_key(),
+        )?;
+        Ok(Self {
+            file,
+            path,
+            id,
+            cache,
+            index,
+            filter,
+            properties,
+            properties_offset: footer.properties.offset,
+        })
+    }
+
+    /// `false` only if the table certainly holds no version of `user_key`.
+    /// Uses `hash` (the key's `KeyHash`) as given: never re-hashes.
+    pub(crate) fn may_contain(&self, user_key: &[u8], hash: KeyHash) -> bool {
+        if self.properties.entries == 0
+            || user_key < self.properties.smallest_user_key()
+            || user_key > self.properties.largest_user_key()
+        {
+            return false;
+        }
+        self.filter.may_contain(user_key, hash)
+    }
+
+    /// Newest version of `user_key` at or below `seq` (tombstones
+    /// included); adds data blocks read to `blocks_read`.
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        blocks_read: &mut u64,
+    ) -> Result<Option<Entry>> {
+        let len = user_key.len() + TRAILER_LEN;
+        let trailer = (seq.min(MAX_SEQNO) << 8 | ValueKind::MAX as u64).to_le_bytes();
+        let mut stack = [0u8; STACK_KEY];
+        let heap;
+        let search: &[u8] = match stack.get_mut(..len) {
+            Some(buf) => {
+                let (user, tail) = buf.split_at_mut(user_key.len());
+                user.copy_from_slice(user_key);
+                tail.copy_from_slice(&trailer);
+                buf
+            }
+            None => {
+                heap = [user_key, &trailer].concat();
+                &heap
+            }
+        };
+        let at = self.index.find(search);
+        if at >= self.index.entries.len() {
+            return Ok(None);
+        }
+        let block = self.data_block(at)?;
+        *blocks_read += 1;
+        let mut key = Vec::with_capacity(len);
+        let found = block
+            .seek(search, &mut key)
+            .map_err(|c| c.in_file(&self.path, self.block_offset(at)))?;
+        let Some(value) = found else { return Ok(None) };
+        let Some(parsed) = ParsedKey::parse(&key) else {
+            return Err(Error::corruption(
+                &self.path,
+                self.block_offset(at),
+                "stored key is not an internal key",
+            ));
+        };
+        if parsed.user_key != user_key {
+            return Ok(None);
+        }
+        let (seq, kind) = (parsed.seq, parsed.kind);
+        key.truncate(user_key.len());
+        Ok(Some(Entry {
+            key: InternalKey {
+                user_key: key,
+                seq,
+                kind,
+            },
+            value: block.value(value).to_vec(),
+        }))
+    }
+
+    /// Entries with user keys within the bounds, double-ended, owning an `Arc` of the table.
+    pub(crate) fn iter(
+        self: &Arc<Self>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> TableIter {
+        TableIter::new(Arc::clone(self), lower, upper)
+    }
+
+    /// The file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Properties.
+    pub(crate) fn properties(&self) -> &Properties {
+        &self.properties
+    }
+
+    /// The decoded index.
+    pub(crate) fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The key filter.
+    pub(crate) fn filter(&self) -> &KeyFilter {
+        &self.filter
+    }
+
+    /// File offset of the properties block.
+    pub(crate) fn properties_offset(&self) -> u64 {
+        self.properties_offset
+    }
+
+    /// File offset of data block `at` (0 if there is none).
+    pub(crate) fn block_offset(&self, at: usize) -> u64 {
+        self.index.entries.get(at).map_or(0, |e| e.handle.offset)
+    }
+
+    /// Data block `at` of the index, from the cache or the file.
+    pub(crate) fn data_block(&self, at: usize) -> Result<Arc<Block>> {
+        let handle = self
+            .index
+            .entries
+            .get(at)
+            .map(|e| e.handle)
+            .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
+        if let Some(block) = self.cache.get(self.id, handle.offset) {
+            return Ok(block);
+        }
+        let block = Arc::new(self.read_data_block(at)?);
+        self.cache
+            .insert(self.id, handle.offset, Arc::clone(&block));
+        Ok(block)
+    }
+
+    /// Data block `at` read from the file, bypassing the cache.
+    pub(crate) fn read_data_block(&self, at: usize) -> Result<Block> {
+        let offset = self.block_offset(at);
+        let handle = self
+            .index
+            .entries
+            .get(at)
+            .map(|e| e.handle)
+            .ok_or_else(|| Error::corruption(&self.path, offset, format!("no data block {at}")))?;
+        let raw = read_block(
+            self.file.as_ref(),
+            &self.path,
+            handle,
+            self.properties.stored_data_bytes,
+        )?;
+        Block::decode(raw).map_err(|c| c.in_file(&self.path, offset))
+    }
+}
