@@ -108,10 +108,16 @@ pub struct LevelStats {
     pub bytes: u64,
     /// Entries (versions, tombstones included).
     pub entries: u64,
+    /// Distinct user keys summed over the level's tables: what its filters
+    /// hold.
+    pub distinct_keys: u64,
     /// Bytes of key filters (pinned in memory).
     pub filter_bytes: u64,
-    /// Filter bits per entry of the level.
+    /// Filter bits per distinct key of the level.
     pub filter_bits_per_key: f64,
+    /// The key filter kinds of the level's tables (`blocked_bloom`,
+    /// `ribbon`, `none`, ...), each named once, comma-separated.
+    pub filter_kind: String,
     /// Filter probes at this level since open (levels from 7 down share one
     /// counter).
     pub filter_probes: u64,
@@ -151,25 +157,25 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
         .iter()
         .enumerate()
         .map(|(index, level)| {
-            let (mut stats, mut filter_bits) = (
-                LevelStats {
-                    runs: level.runs.len(),
-                    ..LevelStats::default()
-                },
-                0.0,
-            );
+            let mut stats = LevelStats {
+                runs: level.runs.len(),
+                ..LevelStats::default()
+            };
+            let mut kinds = std::collections::BTreeSet::new();
             for table in level.tables() {
                 let props = table.table.properties();
                 stats.tables += 1;
                 stats.bytes += table.meta.file_size;
                 stats.entries += table.meta.entries;
+                stats.distinct_keys += props.distinct_keys;
                 stats.filter_bytes += props.filter_bytes;
-                filter_bits += props.filter_bytes as f64 * 8.0;
+                kinds.insert(props.filter_kind.name());
             }
-            stats.filter_bits_per_key = if stats.entries == 0 {
+            stats.filter_kind = kinds.into_iter().collect::<Vec<_>>().join(",");
+            stats.filter_bits_per_key = if stats.distinct_keys == 0 {
                 0.0
             } else {
-                filter_bits / stats.entries as f64
+                stats.filter_bytes as f64 * 8.0 / stats.distinct_keys as f64
             };
             // Deeper levels share the last counter slot: report it once.
             if index < COUNTED_LEVELS {
