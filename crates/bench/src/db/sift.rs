@@ -68,11 +68,11 @@ impl Engine for Sift {
 
     fn shape(&self) -> Shape {
         let levels = self.db.stats().levels;
-        let entries: u64 = levels.iter().map(|l| l.entries).sum();
+        let keys: u64 = levels.iter().map(|l| l.distinct_keys).sum();
         let filter_bits: u64 = levels.iter().map(|l| l.filter_bytes * 8).sum();
         Shape {
             tables: levels.iter().map(|l| l.tables as u64).sum(),
-            filter_bits_per_key: (entries > 0).then(|| filter_bits as f64 / entries as f64),
+            filter_bits_per_key: (keys > 0).then(|| filter_bits as f64 / keys as f64),
         }
     }
 }
