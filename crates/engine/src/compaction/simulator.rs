@@ -197,8 +197,14 @@ impl Model {
         }
     }
 
-    /// Checks what must hold after every step of every style.
-    fn check(&self) {
+    /// Checks what must hold after every step: the ordering rule, reads,
+    /// run shapes, and, leveled, a single run per level below L0.
+    fn check(&self, style: &CompactionStyle) {
+        if let CompactionStyle::Leveled { .. } = style {
+            for (i, level) in self.levels.iter().enumerate().skip(1) {
+                assert!(level.runs.len() <= 1, "level {i} has {} runs", level.runs.len());
+            }
+        }
         let mut seen: BTreeMap<u32, Vec<Version>> = BTreeMap::new();
         for (i, level) in self.levels.iter().enumerate() {
             for run in &level.runs {
@@ -235,7 +241,7 @@ impl Model {
         for _ in 0..MAX_STEPS {
             let Some(task) = plan(&self.levels, style, &BTreeSet::new(), TARGET_TABLE_BYTES) else { return };
             self.apply(&task);
-            self.check();
+            self.check(style);
         }
         panic!("the planner did not converge in {MAX_STEPS} steps");
     }
@@ -248,7 +254,7 @@ impl Model {
             let touched = task.inputs.iter().flat_map(|(_, ids)| ids);
             assert!(touched.clone().all(|id| !busy.contains(id)), "task {task:?} touches busy tables {busy:?}");
             self.apply(&task);
-            self.check();
+            self.check(style);
         }
     }
 
@@ -266,7 +272,7 @@ impl Model {
             steps += 1;
             assert!(steps <= 1, "plan_full still has work after its task: {task:?}");
             self.apply(task);
-            self.check();
+            self.check(style);
         }
         let last = last_level(&self.levels);
         let mut holders = BTreeSet::new();
@@ -292,7 +298,7 @@ fn simulate(style: &CompactionStyle, seed: u64, flushes: usize) -> Model {
     let mut model = Model::default();
     for _ in 0..flushes {
         model.flush(&mut rng);
-        model.check();
+        model.check(style);
         if rng.one_in(3) {
             model.plan_around_busy(style, &mut rng);
         }
@@ -319,7 +325,6 @@ fn check_quiet(model: &Model, style: &CompactionStyle) {
             let leveled = Leveled::new(l0_trigger, size_ratio, l1_bytes);
             assert!(model.levels.first().is_none_or(|l0| l0.runs.len() < l0_trigger), "L0 unbounded");
             for (i, level) in model.levels.iter().enumerate().skip(1) {
-                assert!(level.runs.len() <= 1, "level {i} has {} runs", level.runs.len());
                 assert!(level.size() < leveled.target(i), "level {i} over target after quiescing");
             }
         }
@@ -366,5 +371,23 @@ fn full_compaction_leaves_one_run_from_any_state() {
         let last = last_level(&model.levels);
         assert_eq!(model.levels.iter().filter(|l| !l.runs.is_empty()).count(), 1);
         assert_eq!(model.levels[last].runs.len(), 1);
+    }
+}
+
+#[test]
+fn switching_from_tiered_to_leveled_repairs_the_levels() {
+    for seed in 300..306 {
+        let mut model = simulate(&TIERED, seed, 120);
+        assert!(model.levels.iter().skip(1).any(|l| l.runs.len() > 1), "seed {seed}: nothing to repair");
+        let mut steps = 0;
+        while let Some(task) = plan(&model.levels, &LEVELED, &BTreeSet::new(), TARGET_TABLE_BYTES) {
+            model.apply(&task);
+            // Several runs per level are expected until the repair is done.
+            model.check(&TIERED);
+            steps += 1;
+            assert!(steps < MAX_STEPS, "seed {seed}: no convergence");
+        }
+        check_quiet(&model, &LEVELED);
+        model.check(&LEVELED);
     }
 }
