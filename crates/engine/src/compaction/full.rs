@@ -48,19 +48,28 @@ pub(crate) fn plan(
         Some(run) => OutputRun::Existing(run.id),
         None => OutputRun::New,
     };
-    task(levels, &inputs, last, output_run, target_table_bytes).into_iter().collect()
+    task(levels, &inputs, last, output_run, target_table_bytes)
+        .into_iter()
+        .collect()
 }
 
 /// The deepest non-empty level, and at least 1 (level 0 is only for flushes).
 pub(crate) fn last_level(levels: &[LevelShape]) -> usize {
-    levels.iter().rposition(|level| level.tables().next().is_some()).unwrap_or(0).max(1)
+    levels
+        .iter()
+        .rposition(|level| level.tables().next().is_some())
+        .unwrap_or(0)
+        .max(1)
 }
 
 /// Whether every table overlapping `range` lies in one run of `last`.
 fn is_done(levels: &[LevelShape], range: Option<KeyRange<'_>>, last: usize) -> bool {
     let mut holders = levels.iter().enumerate().flat_map(|(i, level)| {
         level.runs.iter().filter_map(move |run| {
-            let touched = run.tables.iter().any(|t| range.is_none_or(|r| KeyRange::of(t).overlaps(&r)));
+            let touched = run
+                .tables
+                .iter()
+                .any(|t| range.is_none_or(|r| KeyRange::of(t).overlaps(&r)));
             touched.then_some((i, run.id))
         })
     });
@@ -73,9 +82,15 @@ fn is_done(levels: &[LevelShape], range: Option<KeyRange<'_>>, last: usize) -> b
 
 /// Every table overlapping `range` (all tables for `None`), with the range
 /// widened to the tables' span until no table outside overlaps it.
-fn closure<'s>(levels: &'s [LevelShape], range: Option<KeyRange<'_>>) -> Vec<(usize, &'s TableShape)> {
-    let mut all: Vec<(usize, &TableShape)> =
-        levels.iter().enumerate().flat_map(|(i, level)| level.tables().map(move |t| (i, t))).collect();
+fn closure<'s>(
+    levels: &'s [LevelShape],
+    range: Option<KeyRange<'_>>,
+) -> Vec<(usize, &'s TableShape)> {
+    let mut all: Vec<(usize, &TableShape)> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, level)| level.tables().map(move |t| (i, t)))
+        .collect();
     let Some(mut range) = range else { return all };
     // Each pass either widens the range or ends; it widens at most once per
     // table, so this ends.
@@ -103,7 +118,12 @@ mod tests {
     fn last_level_is_the_deepest_non_empty_one_and_at_least_one() {
         assert_eq!(last_level(&[]), 1);
         assert_eq!(last_level(&[one_run(vec![t(1, 1, "a", "b")])]), 1);
-        let levels = [LevelShape::default(), LevelShape::default(), one_run(vec![t(1, 1, "a", "b")]), level(vec![])];
+        let levels = [
+            LevelShape::default(),
+            LevelShape::default(),
+            one_run(vec![t(1, 1, "a", "b")]),
+            level(vec![]),
+        ];
         assert_eq!(last_level(&levels), 2);
     }
 
@@ -123,17 +143,29 @@ mod tests {
         ];
         let tasks = plan(&levels, 9, None);
         assert_eq!(tasks.len(), 1);
-        assert_eq!(ids(&tasks[0]), vec![(0, vec![5]), (1, vec![3, 4]), (2, vec![1])]);
-        assert_eq!((tasks[0].output_level, tasks[0].output_run), (2, OutputRun::Existing(1)));
+        assert_eq!(
+            ids(&tasks[0]),
+            vec![(0, vec![5]), (1, vec![3, 4]), (2, vec![1])]
+        );
+        assert_eq!(
+            (tasks[0].output_level, tasks[0].output_run),
+            (2, OutputRun::Existing(1))
+        );
         assert!(tasks[0].bottommost);
         assert_eq!(tasks[0].target_table_bytes, 9);
     }
 
     #[test]
     fn data_only_in_level0_goes_to_a_new_l1_run() {
-        let levels = [level(vec![run(2, vec![t(2, 1, "a", "c")]), run(1, vec![t(1, 1, "b", "d")])])];
+        let levels = [level(vec![
+            run(2, vec![t(2, 1, "a", "c")]),
+            run(1, vec![t(1, 1, "b", "d")]),
+        ])];
         let tasks = plan(&levels, 1, None);
-        assert_eq!((tasks[0].output_level, tasks[0].output_run), (1, OutputRun::New));
+        assert_eq!(
+            (tasks[0].output_level, tasks[0].output_run),
+            (1, OutputRun::New)
+        );
         // A single L0 run is not done either: L0 is not the last level.
         assert_eq!(plan(&[one_run(vec![t(1, 1, "a", "b")])], 1, None).len(), 1);
     }
@@ -149,8 +181,14 @@ mod tests {
             one_run(vec![t(5, 1, "A", "B"), t(6, 1, "x", "y")]),
         ];
         let tasks = plan(&levels, 1, Some((b"m", b"n")));
-        assert_eq!(ids(&tasks[0]), vec![(0, vec![9]), (2, vec![7]), (3, vec![6])]);
-        assert_eq!((tasks[0].output_level, tasks[0].output_run), (3, OutputRun::Existing(5)));
+        assert_eq!(
+            ids(&tasks[0]),
+            vec![(0, vec![9]), (2, vec![7]), (3, vec![6])]
+        );
+        assert_eq!(
+            (tasks[0].output_level, tasks[0].output_run),
+            (3, OutputRun::Existing(5))
+        );
         assert!(tasks[0].bottommost);
     }
 
@@ -179,9 +217,15 @@ mod tests {
         // Two runs of the last level (tiered) are not one run.
         let tiered = [
             LevelShape::default(),
-            level(vec![run(2, vec![t(2, 1, "a", "c")]), run(1, vec![t(1, 1, "b", "d")])]),
+            level(vec![
+                run(2, vec![t(2, 1, "a", "c")]),
+                run(1, vec![t(1, 1, "b", "d")]),
+            ]),
         ];
         let tasks = plan(&tiered, 1, Some((b"c", b"c")));
-        assert_eq!((tasks[0].output_level, tasks[0].output_run), (1, OutputRun::Existing(1)));
+        assert_eq!(
+            (tasks[0].output_level, tasks[0].output_run),
+            (1, OutputRun::Existing(1))
+        );
     }
 }

@@ -51,7 +51,11 @@ pub(crate) struct Leveled {
 impl Leveled {
     /// The parameters, clamped to workable values.
     pub(crate) fn new(l0_trigger: usize, size_ratio: u64, l1_bytes: u64) -> Self {
-        Self { l0_trigger: l0_trigger.max(1), size_ratio: size_ratio.max(2), l1_bytes: l1_bytes.max(1) }
+        Self {
+            l0_trigger: l0_trigger.max(1),
+            size_ratio: size_ratio.max(2),
+            l1_bytes: l1_bytes.max(1),
+        }
     }
 
     /// The target size of `level >= 1`, saturating at `u64::MAX`.
@@ -92,7 +96,11 @@ impl Leveled {
             return None;
         }
         let output_run = single_run_of(levels, 1)?;
-        let picks: Vec<_> = l0.tables().map(|t| (0, t)).chain(below.into_iter().map(|t| (1, t))).collect();
+        let picks: Vec<_> = l0
+            .tables()
+            .map(|t| (0, t))
+            .chain(below.into_iter().map(|t| (1, t)))
+            .collect();
         task(levels, &picks, 1, output_run, target_table_bytes)
     }
 
@@ -114,15 +122,21 @@ impl Leveled {
         // Highest score first (compared exactly, as products), shallower
         // first on ties; the sort is stable.
         over.sort_by(|&(_, size_a, target_a), &(_, size_b, target_b)| {
-            (u128::from(size_b) * u128::from(target_a)).cmp(&(u128::from(size_a) * u128::from(target_b)))
+            (u128::from(size_b) * u128::from(target_a))
+                .cmp(&(u128::from(size_a) * u128::from(target_b)))
         });
         // A level whose every candidate is busy yields to the next one.
-        over.into_iter().find_map(|(i, _, _)| push_down(levels, i, busy, target_table_bytes))
+        over.into_iter()
+            .find_map(|(i, _, _)| push_down(levels, i, busy, target_table_bytes))
     }
 }
 
 /// Rule 1: the first level >= 1 with several runs, merged into one.
-fn repair(levels: &[LevelShape], busy: &BTreeSet<u64>, target_table_bytes: u64) -> Option<CompactionTask> {
+fn repair(
+    levels: &[LevelShape],
+    busy: &BTreeSet<u64>,
+    target_table_bytes: u64,
+) -> Option<CompactionTask> {
     levels.iter().enumerate().skip(1).find_map(|(i, level)| {
         if level.runs.len() < 2 || any_busy(level.tables(), busy) {
             return None;
@@ -140,6 +154,11 @@ fn push_down(
     busy: &BTreeSet<u64>,
     target_table_bytes: u64,
 ) -> Option<CompactionTask> {
+    // One table of a level with several runs may overlap older tables of
+    // the same level, which would then sit above its data: repair first.
+    if levels.get(level)?.runs.len() != 1 {
+        return None;
+    }
     let output_run = single_run_of(levels, level + 1)?;
     let mut best: Option<(&TableShape, Vec<&TableShape>, u64)> = None;
     for table in levels.get(level)?.tables() {
@@ -151,7 +170,8 @@ fn push_down(
         let better = match &best {
             None => true,
             Some((chosen, _, chosen_overlap)) => {
-                less_overlap_per_byte((overlap, table.size), (*chosen_overlap, chosen.size)) == Ordering::Less
+                less_overlap_per_byte((overlap, table.size), (*chosen_overlap, chosen.size))
+                    == Ordering::Less
             }
         };
         if better {
@@ -159,13 +179,18 @@ fn push_down(
         }
     }
     let (table, below, _) = best?;
-    let picks: Vec<_> = std::iter::once((level, table)).chain(below.into_iter().map(|t| (level + 1, t))).collect();
+    let picks: Vec<_> = std::iter::once((level, table))
+        .chain(below.into_iter().map(|t| (level + 1, t)))
+        .collect();
     task(levels, &picks, level + 1, output_run, target_table_bytes)
 }
 
 /// Compares `overlap / size` of two candidates exactly; a table of size 0
 /// counts as 1 byte, so the ratio is always defined.
-fn less_overlap_per_byte((overlap_a, size_a): (u64, u64), (overlap_b, size_b): (u64, u64)) -> Ordering {
+fn less_overlap_per_byte(
+    (overlap_a, size_a): (u64, u64),
+    (overlap_b, size_b): (u64, u64),
+) -> Ordering {
     let a = u128::from(overlap_a) * u128::from(size_b.max(1));
     let b = u128::from(overlap_b) * u128::from(size_a.max(1));
     a.cmp(&b)
@@ -176,7 +201,11 @@ mod tests {
     use super::super::shape::testkit::*;
     use super::*;
 
-    const STYLE: Leveled = Leveled { l0_trigger: 2, size_ratio: 10, l1_bytes: 100 };
+    const STYLE: Leveled = Leveled {
+        l0_trigger: 2,
+        size_ratio: 10,
+        l1_bytes: 100,
+    };
 
     fn plan(levels: &[LevelShape]) -> Option<CompactionTask> {
         STYLE.plan(levels, &BTreeSet::new(), 64)
@@ -192,33 +221,52 @@ mod tests {
     #[test]
     fn parameters_are_clamped_to_workable_values() {
         let style = Leveled::new(0, 1, 0);
-        assert_eq!((style.l0_trigger, style.size_ratio, style.l1_bytes), (1, 2, 1));
+        assert_eq!(
+            (style.l0_trigger, style.size_ratio, style.l1_bytes),
+            (1, 2, 1)
+        );
     }
 
     #[test]
     fn nothing_to_do_below_every_trigger() {
         assert_eq!(plan(&[]), None);
-        let levels = vec![one_run(vec![t(1, 10, "a", "z")]), one_run(vec![t(2, 99, "a", "z")])];
+        let levels = vec![
+            one_run(vec![t(1, 10, "a", "z")]),
+            one_run(vec![t(2, 99, "a", "z")]),
+        ];
         assert_eq!(plan(&levels), None);
     }
 
     #[test]
     fn level0_takes_all_of_l0_and_the_overlapping_l1_tables() {
         let levels = vec![
-            level(vec![run(5, vec![t(5, 1, "d", "f")]), run(4, vec![t(4, 1, "c", "e")])]),
-            one_run(vec![t(1, 1, "a", "b"), t(2, 1, "b", "c"), t(3, 1, "g", "h")]),
+            level(vec![
+                run(5, vec![t(5, 1, "d", "f")]),
+                run(4, vec![t(4, 1, "c", "e")]),
+            ]),
+            one_run(vec![
+                t(1, 1, "a", "b"),
+                t(2, 1, "b", "c"),
+                t(3, 1, "g", "h"),
+            ]),
             one_run(vec![t(9, 1, "a", "z")]),
         ];
         let task = plan(&levels).unwrap();
         assert_eq!(task.inputs, vec![(0, vec![5, 4]), (1, vec![2])]);
-        assert_eq!((task.output_level, task.output_run), (1, OutputRun::Existing(1)));
+        assert_eq!(
+            (task.output_level, task.output_run),
+            (1, OutputRun::Existing(1))
+        );
         assert!(!task.bottommost, "L2 holds older versions of b..=f");
         assert_eq!(task.target_table_bytes, 64);
     }
 
     #[test]
     fn level0_starts_l1_when_it_is_empty_and_drops_tombstones_there() {
-        let levels = vec![level(vec![run(2, vec![t(2, 1, "a", "c")]), run(1, vec![t(1, 1, "b", "d")])])];
+        let levels = vec![level(vec![
+            run(2, vec![t(2, 1, "a", "c")]),
+            run(1, vec![t(1, 1, "b", "d")]),
+        ])];
         let task = plan(&levels).unwrap();
         assert_eq!(task.inputs, vec![(0, vec![2, 1])]);
         assert_eq!((task.output_level, task.output_run), (1, OutputRun::New));
@@ -228,7 +276,10 @@ mod tests {
     #[test]
     fn level0_waits_for_busy_tables_and_yields_to_size_rule() {
         let levels = vec![
-            level(vec![run(2, vec![t(2, 1, "a", "c")]), run(1, vec![t(1, 1, "b", "d")])]),
+            level(vec![
+                run(2, vec![t(2, 1, "a", "c")]),
+                run(1, vec![t(1, 1, "b", "d")]),
+            ]),
             one_run(vec![t(3, 1, "a", "b"), t(4, 500, "x", "y")]),
         ];
         let busy = BTreeSet::from([3]);
@@ -243,12 +294,23 @@ mod tests {
         // L1 is at 120/100; L2 holds 300 bytes.
         let levels = vec![
             LevelShape::default(),
-            one_run(vec![t(1, 40, "a", "c"), t(2, 40, "d", "f"), t(3, 40, "g", "i")]),
-            one_run(vec![t(10, 100, "a", "b"), t(11, 10, "e", "e"), t(12, 190, "h", "z")]),
+            one_run(vec![
+                t(1, 40, "a", "c"),
+                t(2, 40, "d", "f"),
+                t(3, 40, "g", "i"),
+            ]),
+            one_run(vec![
+                t(10, 100, "a", "b"),
+                t(11, 10, "e", "e"),
+                t(12, 190, "h", "z"),
+            ]),
         ];
         let task = plan(&levels).unwrap();
         assert_eq!(task.inputs, vec![(1, vec![2]), (2, vec![11])]);
-        assert_eq!((task.output_level, task.output_run), (2, OutputRun::Existing(10)));
+        assert_eq!(
+            (task.output_level, task.output_run),
+            (2, OutputRun::Existing(10))
+        );
         assert!(task.bottommost);
     }
 
@@ -267,16 +329,38 @@ mod tests {
 
     #[test]
     fn ties_go_to_the_smallest_key() {
-        let levels = vec![LevelShape::default(), one_run(vec![t(1, 60, "a", "b"), t(2, 60, "c", "d")])];
+        let levels = vec![
+            LevelShape::default(),
+            one_run(vec![t(1, 60, "a", "b"), t(2, 60, "c", "d")]),
+        ];
         assert_eq!(plan(&levels).unwrap().inputs, vec![(1, vec![1])]);
+    }
+
+    #[test]
+    fn a_level_with_several_runs_is_never_pushed_down_piecemeal() {
+        // Repair of L1 is blocked by a busy table: L1's size must wait.
+        let levels = vec![
+            LevelShape::default(),
+            level(vec![
+                run(2, vec![t(2, 500, "a", "c")]),
+                run(1, vec![t(1, 500, "b", "d")]),
+            ]),
+        ];
+        assert_eq!(STYLE.plan(&levels, &BTreeSet::from([1]), 64), None);
     }
 
     #[test]
     fn repair_merges_the_runs_of_a_level_first() {
         let levels = vec![
-            level(vec![run(8, vec![t(8, 1, "a", "b")]), run(7, vec![t(7, 1, "a", "b")])]),
+            level(vec![
+                run(8, vec![t(8, 1, "a", "b")]),
+                run(7, vec![t(7, 1, "a", "b")]),
+            ]),
             one_run(vec![t(1, 1, "a", "b")]),
-            level(vec![run(3, vec![t(3, 1, "c", "d")]), run(2, vec![t(2, 1, "a", "e"), t(4, 1, "f", "g")])]),
+            level(vec![
+                run(3, vec![t(3, 1, "c", "d")]),
+                run(2, vec![t(2, 1, "a", "e"), t(4, 1, "f", "g")]),
+            ]),
         ];
         let task = plan(&levels).unwrap();
         assert_eq!(task.inputs, vec![(2, vec![3, 2, 4])]);

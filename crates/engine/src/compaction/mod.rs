@@ -37,7 +37,7 @@
 //!
 //! `shape.rs` (ranges, sizes, building tasks), `leveled.rs` and `tiered.rs`
 //! (the two styles), `full.rs` (manual compaction of a range), and
-//! `simulator.rs` (test only: random flushes, tasks applied to a model).
+//! `simulator/` (test only: random flushes, tasks applied to a model).
 
 mod full;
 mod leveled;
@@ -114,9 +114,15 @@ pub(crate) fn plan(
     target_table_bytes: u64,
 ) -> Option<CompactionTask> {
     match *style {
-        CompactionStyle::Leveled { l0_trigger, size_ratio, l1_bytes } => {
-            leveled::Leveled::new(l0_trigger, size_ratio, l1_bytes).plan(levels, busy, target_table_bytes)
-        }
+        CompactionStyle::Leveled {
+            l0_trigger,
+            size_ratio,
+            l1_bytes,
+        } => leveled::Leveled::new(l0_trigger, size_ratio, l1_bytes).plan(
+            levels,
+            busy,
+            target_table_bytes,
+        ),
         CompactionStyle::Tiered { runs_per_level } => {
             tiered::plan(levels, runs_per_level, busy, target_table_bytes)
         }

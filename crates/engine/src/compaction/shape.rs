@@ -18,7 +18,10 @@ pub(crate) struct KeyRange<'a> {
 impl<'a> KeyRange<'a> {
     /// The keys a table may hold.
     pub(crate) fn of(table: &'a TableShape) -> Self {
-        Self { lo: &table.smallest, hi: &table.largest }
+        Self {
+            lo: &table.smallest,
+            hi: &table.largest,
+        }
     }
 
     /// Whether some key lies in both ranges.
@@ -28,11 +31,16 @@ impl<'a> KeyRange<'a> {
 
     /// The smallest range holding both.
     pub(crate) fn union(self, other: KeyRange<'a>) -> Self {
-        Self { lo: self.lo.min(other.lo), hi: self.hi.max(other.hi) }
+        Self {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+        }
     }
 
     /// The smallest range holding every table; `None` for no tables.
-    pub(crate) fn spanning<'t: 'a>(tables: impl IntoIterator<Item = &'t TableShape>) -> Option<Self> {
+    pub(crate) fn spanning<'t: 'a>(
+        tables: impl IntoIterator<Item = &'t TableShape>,
+    ) -> Option<Self> {
         tables.into_iter().map(KeyRange::of).reduce(KeyRange::union)
     }
 }
@@ -75,7 +83,10 @@ pub(crate) fn single_run_of(levels: &[LevelShape], level: usize) -> Option<Outpu
 }
 
 /// Whether any of `tables` is being compacted already.
-pub(crate) fn any_busy<'t>(tables: impl IntoIterator<Item = &'t TableShape>, busy: &BTreeSet<u64>) -> bool {
+pub(crate) fn any_busy<'t>(
+    tables: impl IntoIterator<Item = &'t TableShape>,
+    busy: &BTreeSet<u64>,
+) -> bool {
     tables.into_iter().any(|t| busy.contains(&t.id))
 }
 
@@ -129,7 +140,12 @@ pub(crate) mod testkit {
 
     /// Table `id` of `size` bytes over `lo..=hi`.
     pub(crate) fn t(id: u64, size: u64, lo: &str, hi: &str) -> TableShape {
-        TableShape { id, size, smallest: lo.into(), largest: hi.into() }
+        TableShape {
+            id,
+            size,
+            smallest: lo.into(),
+            largest: hi.into(),
+        }
     }
 
     /// Run `id` holding `tables`.
@@ -155,7 +171,10 @@ mod tests {
     use super::*;
 
     fn r<'a>(lo: &'a str, hi: &'a str) -> KeyRange<'a> {
-        KeyRange { lo: lo.as_bytes(), hi: hi.as_bytes() }
+        KeyRange {
+            lo: lo.as_bytes(),
+            hi: hi.as_bytes(),
+        }
     }
 
     #[test]
@@ -176,7 +195,10 @@ mod tests {
 
     #[test]
     fn single_run_of_a_level() {
-        let levels = vec![one_run(vec![t(1, 1, "a", "b")]), level(vec![run(7, vec![]), run(8, vec![])])];
+        let levels = vec![
+            one_run(vec![t(1, 1, "a", "b")]),
+            level(vec![run(7, vec![]), run(8, vec![])]),
+        ];
         assert_eq!(single_run_of(&levels, 0), Some(OutputRun::Existing(1)));
         assert_eq!(single_run_of(&levels, 1), None);
         assert_eq!(single_run_of(&levels, 2), Some(OutputRun::New));
@@ -189,7 +211,10 @@ mod tests {
             one_run(vec![t(2, 1, "a", "d"), t(3, 1, "e", "g")]),
             one_run(vec![t(4, 1, "x", "z")]),
         ];
-        let picks = [(1, &levels[1].runs[0].tables[1]), (0, &levels[0].runs[0].tables[0])];
+        let picks = [
+            (1, &levels[1].runs[0].tables[1]),
+            (0, &levels[0].runs[0].tables[0]),
+        ];
         let task = task(&levels, &picks, 1, OutputRun::Existing(2), 99).unwrap();
         assert_eq!(task.inputs, vec![(0, vec![1]), (1, vec![3])]);
         assert_eq!(task.target_table_bytes, 99);
@@ -197,7 +222,11 @@ mod tests {
         assert!(!task.bottommost);
         let picks = [(1, &levels[1].runs[0].tables[1])];
         // e..=g: nothing else at level 1 or 2 overlaps; level 0 is above.
-        assert!(super::task(&levels, &picks, 2, OutputRun::Existing(4), 99).unwrap().bottommost);
+        assert!(
+            super::task(&levels, &picks, 2, OutputRun::Existing(4), 99)
+                .unwrap()
+                .bottommost
+        );
         assert_eq!(super::task(&levels, &[], 2, OutputRun::New, 1), None);
     }
 }

@@ -37,13 +37,20 @@ mod tests {
     use super::*;
 
     fn l(ids: &[u64]) -> LevelShape {
-        level(ids.iter().map(|&id| run(id, vec![t(id, 1, "a", "c")])).collect())
+        level(
+            ids.iter()
+                .map(|&id| run(id, vec![t(id, 1, "a", "c")]))
+                .collect(),
+        )
     }
 
     #[test]
     fn nothing_to_do_below_the_trigger() {
         assert_eq!(plan(&[], 3, &BTreeSet::new(), 1), None);
-        assert_eq!(plan(&[l(&[1, 2]), l(&[3, 4])], 3, &BTreeSet::new(), 1), None);
+        assert_eq!(
+            plan(&[l(&[1, 2]), l(&[3, 4])], 3, &BTreeSet::new(), 1),
+            None
+        );
     }
 
     #[test]
@@ -52,7 +59,10 @@ mod tests {
         let task = plan(&levels, 3, &BTreeSet::new(), 77).unwrap();
         assert_eq!(task.inputs, vec![(1, vec![7, 6, 5])]);
         assert_eq!((task.output_level, task.output_run), (2, OutputRun::New));
-        assert!(!task.bottommost, "level 2 holds older runs over the same keys");
+        assert!(
+            !task.bottommost,
+            "level 2 holds older runs over the same keys"
+        );
         assert_eq!(task.target_table_bytes, 77);
     }
 
