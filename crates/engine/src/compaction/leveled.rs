@@ -1,0 +1,370 @@
+//! Leveled compaction: level 0 collects one run per flush, every deeper
+//! level is a single sorted run `size_ratio` times larger than the one
+//! above it.
+//!
+//! Rules, first match wins:
+//!
+//! 1. **Repair.** A level >= 1 holding several runs (a database that was
+//!    tiered before) is merged into one new run of the same level. Every
+//!    table of the level is an input, so nothing of that level is left
+//!    above or below the output, which takes the level's place.
+//! 2. **Level 0.** With at least `l0_trigger` runs, every L0 table and the
+//!    L1 tables overlapping their spanning range go into L1's run. Nothing
+//!    is left in L0 to sit above the output being older; the L1 tables
+//!    left out are disjoint from that range and, as the inputs from L1
+//!    are contiguous in the run, from the output's whole range.
+//! 3. **Size.** The level `i >= 1` with the highest score
+//!    `size(i) / target(i)`, if that is at least 1, where
+//!    `target(1) = l1_bytes` and `target(i + 1) = target(i) * size_ratio`,
+//!    pushes one table, plus the tables of level `i + 1` overlapping it,
+//!    into level `i + 1`'s run (a new level when `i` is the last). Level
+//!    `i`'s other tables are disjoint from the picked one, so any key they
+//!    share with the output came from level `i + 1`, which is older.
+//!
+//! Rule 3 picks the table whose overlap with level `i + 1` is smallest
+//! relative to its own size (RocksDB's `kMinOverlappingRatio`, its default):
+//! it rewrites the fewest bytes below per byte moved down, so write
+//! amplification stays low, and it needs no state beyond the shape (a
+//! round-robin cursor would have to be stored in the version). Ties go to
+//! the smallest key, so the choice is deterministic.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use super::shape::{KeyRange, any_busy, overlapping, single_run_of, task};
+use super::{CompactionTask, LevelShape, OutputRun, TableShape};
+
+/// The leveled style's parameters, clamped so that planning terminates
+/// even if the builder's validation is bypassed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Leveled {
+    /// L0 runs that trigger an L0 -> L1 compaction (at least 1: an empty
+    /// L0 must not trigger).
+    pub l0_trigger: usize,
+    /// Each level's target over the one above (at least 2: with 1 or 0,
+    /// pushing data down could never bring a deeper level under target).
+    pub size_ratio: u64,
+    /// L1's target size (at least 1 byte, so scores are defined).
+    pub l1_bytes: u64,
+}
+
+impl Leveled {
+    /// The parameters, clamped to workable values.
+    pub(crate) fn new(l0_trigger: usize, size_ratio: u64, l1_bytes: u64) -> Self {
+        Self {
+            l0_trigger: l0_trigger.max(1),
+            size_ratio: size_ratio.max(2),
+            l1_bytes: l1_bytes.max(1),
+        }
+    }
+
+    /// The target size of `level >= 1`, saturating at `u64::MAX`.
+    pub(crate) fn target(&self, level: usize) -> u64 {
+        let mut target = self.l1_bytes;
+        for _ in 1..level {
+            target = target.saturating_mul(self.size_ratio);
+        }
+        target
+    }
+
+    /// The next compaction, avoiding `busy` tables.
+    pub(crate) fn plan(
+        &self,
+        levels: &[LevelShape],
+        busy: &BTreeSet<u64>,
+        target_table_bytes: u64,
+    ) -> Option<CompactionTask> {
+        repair(levels, busy, target_table_bytes)
+            .or_else(|| self.level0(levels, busy, target_table_bytes))
+            .or_else(|| self.by_size(levels, busy, target_table_bytes))
+    }
+
+    /// Rule 2: all of L0 and the L1 tables overlapping it, into L1.
+    fn level0(
+        &self,
+        levels: &[LevelShape],
+        busy: &BTreeSet<u64>,
+        target_table_bytes: u64,
+    ) -> Option<CompactionTask> {
+        let l0 = levels.first()?;
+        if l0.runs.len() < self.l0_trigger {
+            return None;
+        }
+        let range = KeyRange::spanning(l0.tables())?;
+        let below = overlapping(levels, 1, range);
+        if any_busy(l0.tables().chain(below.iter().copied()), busy) {
+            return None;
+        }
+        let output_run = single_run_of(levels, 1)?;
+        let picks: Vec<_> = l0
+            .tables()
+            .map(|t| (0, t))
+            .chain(below.into_iter().map(|t| (1, t)))
+            .collect();
+        task(levels, &picks, 1, output_run, target_table_bytes)
+    }
+
+    /// Rule 3: one table of the level most over its target, into the next.
+    fn by_size(
+        &self,
+        levels: &[LevelShape],
+        busy: &BTreeSet<u64>,
+        target_table_bytes: u64,
+    ) -> Option<CompactionTask> {
+        // (level, size, target) of every level at or over its target.
+        let mut over: Vec<(usize, u64, u64)> = (1..levels.len())
+            .filter_map(|i| {
+                let size = levels.get(i)?.size();
+                let target = self.target(i);
+                (size >= target).then_some((i, size, target))
+            })
+            .collect();
+        // Highest score first (compared exactly, as products), shallower
+        // first on ties; the sort is stable.
+        over.sort_by(|&(_, size_a, target_a), &(_, size_b, target_b)| {
+            (u128::from(size_b) * u128::from(target_a))
+                .cmp(&(u128::from(size_a) * u128::from(target_b)))
+        });
+        // A level whose every candidate is busy yields to the next one.
+        over.into_iter()
+            .find_map(|(i, _, _)| push_down(levels, i, busy, target_table_bytes))
+    }
+}
+
+/// Rule 1: the first level >= 1 with several runs, merged into one.
+fn repair(
+    levels: &[LevelShape],
+    busy: &BTreeSet<u64>,
+    target_table_bytes: u64,
+) -> Option<CompactionTask> {
+    levels.iter().enumerate().skip(1).find_map(|(i, level)| {
+        if level.runs.len() < 2 || any_busy(level.tables(), busy) {
+            return None;
+        }
+        let picks: Vec<_> = level.tables().map(|t| (i, t)).collect();
+        task(levels, &picks, i, OutputRun::New, target_table_bytes)
+    })
+}
+
+/// One table of `level` (the one with the least overlap per byte) and the
+/// tables of `level + 1` it overlaps, into `level + 1`.
+fn push_down(
+    levels: &[LevelShape],
+    level: usize,
+    busy: &BTreeSet<u64>,
+    target_table_bytes: u64,
+) -> Option<CompactionTask> {
+    // One table of a level with several runs may overlap older tables of
+    // the same level, which would then sit above its data: repair first.
+    if levels.get(level)?.runs.len() != 1 {
+        return None;
+    }
+    let output_run = single_run_of(levels, level + 1)?;
+    let mut best: Option<(&TableShape, Vec<&TableShape>, u64)> = None;
+    for table in levels.get(level)?.tables() {
+        let below = overlapping(levels, level + 1, KeyRange::of(table));
+        if busy.contains(&table.id) || any_busy(below.iter().copied(), busy) {
+            continue;
+        }
+        let overlap = below.iter().fold(0u64, |sum, t| sum.saturating_add(t.size));
+        let better = match &best {
+            None => true,
+            Some((chosen, _, chosen_overlap)) => {
+                less_overlap_per_byte((overlap, table.size), (*chosen_overlap, chosen.size))
+                    == Ordering::Less
+            }
+        };
+        if better {
+            best = Some((table, below, overlap));
+        }
+    }
+    let (table, below, _) = best?;
+    let picks: Vec<_> = std::iter::once((level, table))
+        .chain(below.into_iter().map(|t| (level + 1, t)))
+        .collect();
+    task(levels, &picks, level + 1, output_run, target_table_bytes)
+}
+
+/// Compares `overlap / size` of two candidates exactly; a table of size 0
+/// counts as 1 byte, so the ratio is always defined.
+fn less_overlap_per_byte(
+    (overlap_a, size_a): (u64, u64),
+    (overlap_b, size_b): (u64, u64),
+) -> Ordering {
+    let a = u128::from(overlap_a) * u128::from(size_b.max(1));
+    let b = u128::from(overlap_b) * u128::from(size_a.max(1));
+    a.cmp(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::shape::testkit::*;
+    use super::*;
+
+    const STYLE: Leveled = Leveled {
+        l0_trigger: 2,
+        size_ratio: 10,
+        l1_bytes: 100,
+    };
+
+    fn plan(levels: &[LevelShape]) -> Option<CompactionTask> {
+        STYLE.plan(levels, &BTreeSet::new(), 64)
+    }
+
+    #[test]
+    fn targets_grow_by_the_ratio_and_saturate() {
+        assert_eq!(STYLE.target(1), 100);
+        assert_eq!(STYLE.target(3), 10_000);
+        assert_eq!(STYLE.target(40), u64::MAX);
+    }
+
+    #[test]
+    fn parameters_are_clamped_to_workable_values() {
+        let style = Leveled::new(0, 1, 0);
+        assert_eq!(
+            (style.l0_trigger, style.size_ratio, style.l1_bytes),
+            (1, 2, 1)
+        );
+    }
+
+    #[test]
+    fn nothing_to_do_below_every_trigger() {
+        assert_eq!(plan(&[]), None);
+        let levels = vec![
+            one_run(vec![t(1, 10, "a", "z")]),
+            one_run(vec![t(2, 99, "a", "z")]),
+        ];
+        assert_eq!(plan(&levels), None);
+    }
+
+    #[test]
+    fn level0_takes_all_of_l0_and_the_overlapping_l1_tables() {
+        let levels = vec![
+            level(vec![
+                run(5, vec![t(5, 1, "d", "f")]),
+                run(4, vec![t(4, 1, "c", "e")]),
+            ]),
+            one_run(vec![
+                t(1, 1, "a", "b"),
+                t(2, 1, "b", "c"),
+                t(3, 1, "g", "h"),
+            ]),
+            one_run(vec![t(9, 1, "a", "z")]),
+        ];
+        let task = plan(&levels).unwrap();
+        assert_eq!(task.inputs, vec![(0, vec![5, 4]), (1, vec![2])]);
+        assert_eq!(
+            (task.output_level, task.output_run),
+            (1, OutputRun::Existing(1))
+        );
+        assert!(!task.bottommost, "L2 holds older versions of b..=f");
+        assert_eq!(task.target_table_bytes, 64);
+    }
+
+    #[test]
+    fn level0_starts_l1_when_it_is_empty_and_drops_tombstones_there() {
+        let levels = vec![level(vec![
+            run(2, vec![t(2, 1, "a", "c")]),
+            run(1, vec![t(1, 1, "b", "d")]),
+        ])];
+        let task = plan(&levels).unwrap();
+        assert_eq!(task.inputs, vec![(0, vec![2, 1])]);
+        assert_eq!((task.output_level, task.output_run), (1, OutputRun::New));
+        assert!(task.bottommost);
+    }
+
+    #[test]
+    fn level0_waits_for_busy_tables_and_yields_to_size_rule() {
+        let levels = vec![
+            level(vec![
+                run(2, vec![t(2, 1, "a", "c")]),
+                run(1, vec![t(1, 1, "b", "d")]),
+            ]),
+            one_run(vec![t(3, 1, "a", "b"), t(4, 500, "x", "y")]),
+        ];
+        let busy = BTreeSet::from([3]);
+        let task = STYLE.plan(&levels, &busy, 64).unwrap();
+        assert_eq!(task.inputs, vec![(1, vec![4])]);
+        assert_eq!((task.output_level, task.output_run), (2, OutputRun::New));
+        assert_eq!(STYLE.plan(&levels, &BTreeSet::from([3, 4]), 64), None);
+    }
+
+    #[test]
+    fn size_rule_picks_the_table_with_least_overlap_per_byte() {
+        // L1 is at 120/100; L2 holds 300 bytes.
+        let levels = vec![
+            LevelShape::default(),
+            one_run(vec![
+                t(1, 40, "a", "c"),
+                t(2, 40, "d", "f"),
+                t(3, 40, "g", "i"),
+            ]),
+            one_run(vec![
+                t(10, 100, "a", "b"),
+                t(11, 10, "e", "e"),
+                t(12, 190, "h", "z"),
+            ]),
+        ];
+        let task = plan(&levels).unwrap();
+        assert_eq!(task.inputs, vec![(1, vec![2]), (2, vec![11])]);
+        assert_eq!(
+            (task.output_level, task.output_run),
+            (2, OutputRun::Existing(10))
+        );
+        assert!(task.bottommost);
+    }
+
+    #[test]
+    fn size_rule_prefers_the_highest_score_then_the_shallower_level() {
+        let l1 = one_run(vec![t(1, 150, "a", "b")]);
+        let l2 = one_run(vec![t(2, 2000, "c", "d")]);
+        // L1 at 1.5, L2 at 2.0: L2 goes first, into a new L3.
+        let task = plan(&[LevelShape::default(), l1.clone(), l2]).unwrap();
+        assert_eq!((task.inputs, task.output_level), (vec![(2, vec![2])], 3));
+        // Equal scores: L1 first.
+        let l2 = one_run(vec![t(2, 1500, "c", "d")]);
+        let task = plan(&[LevelShape::default(), l1, l2]).unwrap();
+        assert_eq!(task.inputs, vec![(1, vec![1])]);
+    }
+
+    #[test]
+    fn ties_go_to_the_smallest_key() {
+        let levels = vec![
+            LevelShape::default(),
+            one_run(vec![t(1, 60, "a", "b"), t(2, 60, "c", "d")]),
+        ];
+        assert_eq!(plan(&levels).unwrap().inputs, vec![(1, vec![1])]);
+    }
+
+    #[test]
+    fn a_level_with_several_runs_is_never_pushed_down_piecemeal() {
+        // Repair of L1 is blocked by a busy table: L1's size must wait.
+        let levels = vec![
+            LevelShape::default(),
+            level(vec![
+                run(2, vec![t(2, 500, "a", "c")]),
+                run(1, vec![t(1, 500, "b", "d")]),
+            ]),
+        ];
+        assert_eq!(STYLE.plan(&levels, &BTreeSet::from([1]), 64), None);
+    }
+
+    #[test]
+    fn repair_merges_the_runs_of_a_level_first() {
+        let levels = vec![
+            level(vec![
+                run(8, vec![t(8, 1, "a", "b")]),
+                run(7, vec![t(7, 1, "a", "b")]),
+            ]),
+            one_run(vec![t(1, 1, "a", "b")]),
+            level(vec![
+                run(3, vec![t(3, 1, "c", "d")]),
+                run(2, vec![t(2, 1, "a", "e"), t(4, 1, "f", "g")]),
+            ]),
+        ];
+        let task = plan(&levels).unwrap();
+        assert_eq!(task.inputs, vec![(2, vec![3, 2, 4])]);
+        assert_eq!((task.output_level, task.output_run), (2, OutputRun::New));
+        assert!(task.bottommost);
+    }
+}
