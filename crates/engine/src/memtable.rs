@@ -67,11 +67,6 @@ impl Memtable {
         self.approximate_bytes.load(Ordering::Relaxed)
     }
 
-    /// Number of versions held.
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
-    }
-
     /// True when nothing was written.
     pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()
@@ -201,7 +196,7 @@ mod tests {
         assert_eq!(table.get(b"b", 1), None);
         assert_eq!(table.get(b"bb", 100), None);
         assert_eq!(table.max_seq(), 7);
-        assert_eq!(table.len(), 5);
+        assert_eq!(table.iter((Bound::Unbounded, Bound::Unbounded)).count(), 5);
     }
 
     #[test]

@@ -2,6 +2,11 @@
 //! naming the damaged file, or (WAL tail, filter block) a clean recovery
 //! with correct data. Never a panic, never a wrong answer.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

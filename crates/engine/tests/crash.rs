@@ -1,6 +1,11 @@
 //! Crash tests: a file layer that loses everything not synced, and a child
 //! process killed at a random moment while it writes.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -2,6 +2,11 @@
 //! keys inside the key range read (almost) no data blocks, and a lookup
 //! hashes its key once however many filters it meets.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
 use std::path::Path;
 use std::sync::Arc;
 

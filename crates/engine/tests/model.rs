@@ -1,6 +1,11 @@
 //! Model test: random operation sequences against a `BTreeMap`, with
 //! snapshots, flushes, compactions, reopen and simulated power cuts.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;

@@ -35,7 +35,7 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
             std::thread::Builder::new()
                 .name(name.into())
                 .spawn(move || run(&inner, job))
-                .map_err(|e| Error::io(&inner_path(name), e))
+                .map_err(|e| Error::io(inner_path(name), e))
         })
         .collect()
 }

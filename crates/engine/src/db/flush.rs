@@ -155,13 +155,11 @@ impl Inner {
             let new_user_key = last_user_key.as_deref() != Some(&entry.key.user_key[..]);
             if new_user_key {
                 hash = KeyHash::of(&entry.key.user_key);
-                if builder
+                let full = builder
                     .as_ref()
-                    .is_some_and(|(_, b)| b.estimated_size() >= target_bytes)
-                {
-                    if let Some((id, done)) = builder.take() {
-                        self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
-                    }
+                    .is_some_and(|(_, b)| b.estimated_size() >= target_bytes);
+                if full && let Some((id, done)) = builder.take() {
+                    self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
                 }
                 last_user_key = Some(entry.key.user_key.clone());
             }
@@ -177,7 +175,7 @@ impl Inner {
                     block_bytes: self.options.block_bytes,
                     restart_interval: self.options.restart_interval,
                     compression: self.options.compression,
-                    filter: filter.clone(),
+                    filter,
                     partition_keys: self.options.filter_policy.partition_keys,
                 };
                 builder = Some((id, TableBuilder::new(file, path, options)));

@@ -165,13 +165,13 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
             .max(next_file_number);
         log_number = edit.log_number.unwrap_or(log_number).max(log_number);
         last_seq = edit.last_seq.unwrap_or(last_seq).max(last_seq);
-        if let Some(tag) = edit.compaction_style {
-            if tag != style_tag(&options.compaction) {
-                return Err(Error::InvalidArgument(format!(
-                    "the database was created with {} compaction; open it with the same style",
-                    if tag == 0 { "leveled" } else { "tiered" }
-                )));
-            }
+        if let Some(tag) = edit.compaction_style
+            && tag != style_tag(&options.compaction)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the database was created with {} compaction; open it with the same style",
+                if tag == 0 { "leveled" } else { "tiered" }
+            )));
         }
     }
     let mut opened = BTreeMap::new();
