@@ -50,6 +50,15 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
 
+    /// Read workloads to run (comma-separated; default all): readrandom,
+    /// readmissing, seekrandom, readwhilewriting. The fills always run.
+    #[arg(long, value_delimiter = ',')]
+    workloads: Vec<String>,
+
+    /// Skip the compacted shape.
+    #[arg(long)]
+    no_compact: bool,
+
     /// Memtable size in MiB (both engines): small, so the load makes many tables.
     #[arg(long, default_value_t = 8)]
     memtable_mib: u64,
@@ -85,6 +94,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if !["sift", "fjall"].contains(&name.as_str()) {
             bail!("unknown engine {name:?}: choose from sift, fjall");
         }
+    }
+    let known: Vec<&str> = Workload::READS.iter().map(|w| w.name()).collect();
+    if let Some(bad) = args.workloads.iter().find(|w| !known.contains(&w.as_str())) {
+        bail!("unknown read workload {bad:?}: choose from {}", known.join(", "));
     }
     let settings = Settings {
         memtable_bytes: args.memtable_mib << 20,
@@ -163,11 +176,19 @@ fn run_engine(
             Sample::of(&fill, engine.as_ref(), dir.path(), false),
         ));
         engine.settle()?;
-        for shape in [Shape::Loaded, Shape::Compacted] {
+        let shapes: &[Shape] = if args.no_compact {
+            &[Shape::Loaded]
+        } else {
+            &[Shape::Loaded, Shape::Compacted]
+        };
+        for &shape in shapes {
             if shape == Shape::Compacted {
                 engine.compact()?;
             }
-            for workload in Workload::READS {
+            let selected = Workload::READS
+                .into_iter()
+                .filter(|w| args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name()));
+            for workload in selected {
                 eprintln!("  {} ({})", workload.name(), shape.name());
                 let run = workload::run_read(engine.as_ref(), workload, keys, args.reads)?;
                 let all_absent = workload == Workload::ReadMissing;
