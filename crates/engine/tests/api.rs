@@ -2,11 +2,6 @@
 //! option checks, a clean reopen on the real file system, snapshots and
 //! the statistics a user reads.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
-)]
-
 use std::sync::Arc;
 
 use siftdb::fs::FaultInjectionFs;
