@@ -67,6 +67,11 @@ impl Memtable {
         self.approximate_bytes.load(Ordering::Relaxed)
     }
 
+    /// Number of versions held.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
     /// True when nothing was written.
     pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()

@@ -112,3 +112,90 @@ fn present_keys_are_found_through_the_filters() {
     let level = &stats.levels[0];
     assert!(level.filter_bits_per_key > 8.0, "{level:?}");
 }
+
+/// Keys written to the deep database: enough for four levels.
+const DEEP_KEYS: u64 = 60_000;
+
+/// The `i`-th key of the deep database, in a scattered order.
+fn deep_key(i: u64) -> [u8; 8] {
+    (i * 7_919 % 1_000_003).to_be_bytes()
+}
+
+/// A database with at least three levels under leveled compaction, grown
+/// the way a live one is: compactions run after every flush, so each
+/// level's tables were written under the shape the tree has then.
+fn deep(policy: FilterPolicy) -> Db {
+    let db = Db::builder(Path::new("/db"))
+        .file_system(Arc::new(FaultInjectionFs::new()))
+        .memtable_bytes(32 << 10)
+        .table_target_bytes(64 << 10)
+        .compaction_style(CompactionStyle::Leveled {
+            l0_trigger: 2,
+            size_ratio: 3,
+            l1_bytes: 64 << 10,
+        })
+        .filter_policy(policy)
+        .background_threads(false)
+        .open()
+        .unwrap();
+    for i in 0..DEEP_KEYS {
+        db.insert(deep_key(i), [7u8; 24]).unwrap();
+        if i % 2_000 == 1_999 {
+            db.flush().unwrap();
+            db.wait_for_compactions().unwrap();
+        }
+    }
+    db
+}
+
+#[test]
+fn monkey_gives_deeper_levels_fewer_bits_and_ribbon_below_level_two() {
+    let db = deep(FilterPolicy::default());
+    let levels = db.stats().levels;
+    let filled: Vec<_> = levels
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.tables > 0)
+        .collect();
+    assert!(filled.len() >= 3, "{levels:?}");
+    let (first, last) = (filled[0], filled[filled.len() - 1]);
+    assert!(
+        first.1.filter_bits_per_key > last.1.filter_bits_per_key + 1.0,
+        "shallow {first:?} vs deep {last:?}"
+    );
+    for (level, stats) in &filled {
+        let ribbon = stats.filter_kind.contains("ribbon");
+        assert_eq!(ribbon, *level >= 2, "level {level}: {stats:?}");
+    }
+    // Every key is still found through the smaller deep filters.
+    for i in (0..30_000u64).step_by(101) {
+        assert!(
+            db.contains_key((i * 7_919 % 1_000_003).to_be_bytes())
+                .unwrap()
+        );
+    }
+}
+
+#[test]
+fn optimize_filters_for_hits_drops_only_the_last_level_filter() {
+    let policy = FilterPolicy {
+        optimize_filters_for_hits: true,
+        ..FilterPolicy::blocked_bloom(10.0)
+    };
+    let db = deep(policy);
+    let levels = db.stats().levels;
+    let last = levels.iter().rposition(|l| l.tables > 0).unwrap();
+    // What is written into the deepest level has no filter. Tables written
+    // while a shallower level was the deepest keep theirs dropped until
+    // compaction rewrites them, so only the last level is all filterless.
+    assert_eq!(levels[last].filter_bytes, 0, "{levels:?}");
+    let with_filters = deep(FilterPolicy::blocked_bloom(10.0)).stats().levels;
+    let total = |levels: &[siftdb::LevelStats]| levels.iter().map(|l| l.filter_bytes).sum::<u64>();
+    assert!(total(&levels) * 2 < total(&with_filters), "{levels:?}");
+    for i in (0..30_000u64).step_by(97) {
+        assert!(
+            db.contains_key((i * 7_919 % 1_000_003).to_be_bytes())
+                .unwrap()
+        );
+    }
+}

@@ -10,6 +10,7 @@ use crate::key::{Entry, SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
+use super::flush::projected_entries;
 use super::stats::{add, bump};
 use super::{Inner, SuperVersion, lock};
 
@@ -82,12 +83,19 @@ impl Inner {
             .collect();
         let oldest_snapshot = self.oldest_snapshot();
         let entries = GarbageFilter::new(MergeIter::new(sources), oldest_snapshot, task.bottommost);
+        // Every input leaves its level; about as many entries arrive at the
+        // output level (less what the merge drops).
+        let incoming = inputs.iter().map(|t| t.meta.entries).sum();
+        let removed = inputs
+            .iter()
+            .map(|t| (t.meta.level as usize, t.meta.entries));
+        let projected = projected_entries(version, task.output_level, incoming, removed);
         let outputs = self.write_tables(
             entries,
             task.output_level,
             task.output_run,
             None,
-            version,
+            &projected,
             task.target_table_bytes,
             true,
         )?;

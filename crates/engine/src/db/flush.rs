@@ -17,6 +17,30 @@ use crate::version::{LiveTable, Version};
 use super::stats::bump;
 use super::{Inner, State, SuperVersion, lock};
 
+/// Monkey gives a small level many bits per key; past this the FPR
+/// (about 1e-7 for Bloom) saves nothing measurable and only costs memory.
+const MAX_MONKEY_BITS_PER_KEY: f64 = 32.0;
+
+/// Entries per level once tables holding `incoming` entries join `level`
+/// and the tables `removed` (their level, entries) leave: the shape the
+/// filter policy plans for.
+pub(crate) fn projected_entries(
+    version: &Version,
+    level: usize,
+    incoming: u64,
+    removed: impl IntoIterator<Item = (usize, u64)>,
+) -> Vec<u64> {
+    let mut entries = version.entries_per_level();
+    entries.resize(entries.len().max(level + 1), 0);
+    for (at, n) in removed {
+        if let Some(slot) = entries.get_mut(at) {
+            *slot = slot.saturating_sub(n);
+        }
+    }
+    entries[level] += incoming;
+    entries
+}
+
 /// A manifest that grows past this is rewritten as one snapshot edit, so
 /// reopening never replays an unbounded history.
 const MANIFEST_ROLL_BYTES: u64 = 4 << 20;
@@ -38,12 +62,13 @@ impl Inner {
         };
         let entries = memtable.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
         let id = self.new_file_number();
+        let projected = projected_entries(&current.version, 0, memtable.len() as u64, []);
         let outputs = self.write_tables(
             entries,
             0,
             OutputRun::New,
             Some(id),
-            &current.version,
+            &projected,
             u64::MAX,
             false,
         )?;
@@ -117,7 +142,9 @@ impl Inner {
 
     /// Writes `entries` (sorted, already filtered) as tables of `level`,
     /// cut near `target_bytes` at user-key boundaries. The first table gets
-    /// `first_id` if given. `run` names the run they join.
+    /// `first_id` if given. `run` names the run they join. `projected` is
+    /// the entries of each level once this write is installed (see
+    /// [`projected_entries`]): what the filter policy sizes filters by.
     #[expect(
         clippy::too_many_arguments,
         reason = "one call site each for flush and compaction; a struct would only rename them"
@@ -128,7 +155,7 @@ impl Inner {
         level: usize,
         run: OutputRun,
         first_id: Option<u64>,
-        version: &Version,
+        projected: &[u64],
         target_bytes: u64,
         abort_on_shutdown: bool,
     ) -> Result<Outputs> {
@@ -143,8 +170,7 @@ impl Inner {
         };
         let mut last_user_key: Option<Vec<u8>> = None;
         let mut hash = KeyHash::of(b"");
-        let estimated_entries = version.entries_per_level().get(level).copied().unwrap_or(0);
-        let filter = self.filter_choice(level, version, estimated_entries.max(1));
+        let filter = self.filter_choice(level, projected);
         let mut first_id = first_id;
         for (count, entry) in entries.enumerate() {
             let entry = entry?;
@@ -241,16 +267,15 @@ impl Inner {
         }
     }
 
-    /// The filter a table written to `level` gets, under the policy.
-    /// `entries_at_level` counts the level's entries including the new ones.
-    pub(crate) fn filter_choice(
-        &self,
-        level: usize,
-        version: &Version,
-        entries_at_level: u64,
-    ) -> FilterChoice {
+    /// The filter a table written to `level` gets, under the policy, for
+    /// the level sizes `projected` (entries per level, this write included).
+    pub(crate) fn filter_choice(&self, level: usize, projected: &[u64]) -> FilterChoice {
         let policy = &self.options.filter_policy;
-        let deepest = version.levels.len().saturating_sub(1).max(level);
+        let deepest = projected
+            .iter()
+            .rposition(|&n| n > 0)
+            .unwrap_or(0)
+            .max(level);
         if policy.optimize_filters_for_hits && level > 0 && level == deepest {
             return FilterChoice {
                 kind: FilterKindChoice::None,
@@ -260,11 +285,12 @@ impl Inner {
         let bits_per_key = match &policy.bits_per_key {
             BitsPerKey::PerLevel(per_level) => *per_level.get(level),
             BitsPerKey::Monkey { average } => {
-                let mut entries = version.entries_per_level();
-                entries.resize(entries.len().max(level + 1), 0);
-                entries[level] = entries[level].max(entries_at_level);
-                let total_bits = average * entries.iter().sum::<u64>() as f64;
-                sift_filter::math::monkey_bits_per_key(&entries, total_bits)[level]
+                let total_bits = average * projected.iter().sum::<u64>() as f64;
+                let bits = sift_filter::math::monkey_bits_per_key(projected, total_bits);
+                bits.get(level)
+                    .copied()
+                    .unwrap_or(0.0)
+                    .min(MAX_MONKEY_BITS_PER_KEY)
             }
         };
         let kind = if bits_per_key <= 0.0 {

@@ -281,12 +281,14 @@ impl Inner {
     fn flush_recovered(&self, replayed: &Arc<Memtable>) -> Result<()> {
         let current = self.current();
         let entries = replayed.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
+        let projected =
+            super::flush::projected_entries(&current.version, 0, replayed.len() as u64, []);
         let outputs = self.write_tables(
             entries,
             0,
             OutputRun::New,
             None,
-            &current.version,
+            &projected,
             u64::MAX,
             false,
         )?;
