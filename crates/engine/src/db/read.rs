@@ -1,8 +1,7 @@
 //! The read path: point lookups that hash the key once and share the hash
 //! with every filter, and range iterators over memtables and runs.
 
-use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Range, RangeBounds};
 use std::sync::Arc;
 
 use sift_filter::KeyHash;
@@ -11,8 +10,8 @@ use crate::batch::MAX_KEY_LEN;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, VisibleIter};
 use crate::key::{Entry, SeqNo, ValueKind};
-use crate::sstable::{Table, TableIter};
-use crate::version::Run;
+use crate::sstable::{SharedBounds, TableIter};
+use crate::version::Version;
 
 use super::stats::{add, bump};
 use super::{Inner, SuperVersion};
@@ -96,9 +95,10 @@ impl Inner {
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
             sources.push(Box::new(memtable.iter(bounds.clone())));
         }
-        for level in &current.version.levels {
-            for run in &level.runs {
-                if let Some(iter) = RunIter::new(run, &bounds) {
+        let shared: SharedBounds = Arc::new(bounds.clone());
+        for (index, level) in current.version.levels.iter().enumerate() {
+            for run in 0..level.runs.len() {
+                if let Some(iter) = RunIter::new(&current.version, index, run, &shared) {
                     sources.push(Box::new(iter));
                 }
             }
@@ -146,32 +146,55 @@ impl DoubleEndedIterator for DbIter {
 
 /// The entries of one sorted run within bounds, opening each table only
 /// when the iteration reaches it: a seek costs one table, not the run.
+/// Holds the version, which keeps the run's tables open.
 struct RunIter {
-    /// Tables no end has opened yet, in key order.
-    pending: VecDeque<Arc<Table>>,
-    bounds: Bounds,
+    version: Arc<Version>,
+    /// Where the run is in `version`.
+    level: usize,
+    run: usize,
+    /// Tables (indexes into the run) no end has opened yet, in key order.
+    pending: Range<usize>,
+    bounds: SharedBounds,
     front: Option<TableIter>,
     back: Option<TableIter>,
 }
 
 impl RunIter {
     /// `None` when no table of the run overlaps `bounds`.
-    fn new(run: &Run, bounds: &Bounds) -> Option<Self> {
-        let pending: VecDeque<Arc<Table>> = run
-            .tables
-            .iter()
-            .filter(|t| {
-                below_upper(t.smallest_user_key(), &bounds.1)
-                    && above_lower(t.largest_user_key(), &bounds.0)
-            })
-            .map(|t| Arc::clone(&t.table))
-            .collect();
-        (!pending.is_empty()).then(|| Self {
-            pending,
-            bounds: bounds.clone(),
+    fn new(
+        version: &Arc<Version>,
+        level: usize,
+        run: usize,
+        bounds: &SharedBounds,
+    ) -> Option<Self> {
+        let tables = &version.levels.get(level)?.runs.get(run)?.tables;
+        // Tables are sorted and disjoint: those overlapping the bounds are
+        // the ones after every table that ends below the lower bound and
+        // before every table that starts above the upper one.
+        let start = tables.partition_point(|t| !above_lower(t.largest_user_key(), &bounds.0));
+        let end = tables.partition_point(|t| below_upper(t.smallest_user_key(), &bounds.1));
+        (start < end).then(|| Self {
+            version: Arc::clone(version),
+            level,
+            run,
+            pending: start..end,
+            bounds: Arc::clone(bounds),
             front: None,
             back: None,
         })
+    }
+
+    /// Opens table `at` of the run.
+    fn open(&self, at: usize) -> Option<TableIter> {
+        let table = self
+            .version
+            .levels
+            .get(self.level)?
+            .runs
+            .get(self.run)?
+            .tables
+            .get(at)?;
+        Some(table.table.iter_shared(&self.bounds))
     }
 }
 
@@ -199,10 +222,8 @@ impl Iterator for RunIter {
             if let Some(item) = self.front.as_mut().and_then(Iterator::next) {
                 return Some(item);
             }
-            match self.pending.pop_front() {
-                Some(table) => {
-                    self.front = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone()))
-                }
+            match self.pending.next() {
+                Some(at) => self.front = self.open(at),
                 // Every table is open: the rest is in the back end's table,
                 // which is double-ended and never repeats an entry.
                 None => return self.back.as_mut().and_then(Iterator::next),
@@ -217,10 +238,8 @@ impl DoubleEndedIterator for RunIter {
             if let Some(item) = self.back.as_mut().and_then(DoubleEndedIterator::next_back) {
                 return Some(item);
             }
-            match self.pending.pop_back() {
-                Some(table) => {
-                    self.back = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone()))
-                }
+            match self.pending.next_back() {
+                Some(at) => self.back = self.open(at),
                 None => return self.front.as_mut().and_then(DoubleEndedIterator::next_back),
             }
         }

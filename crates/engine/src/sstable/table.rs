@@ -11,7 +11,7 @@ use super::cache::BlockCache;
 use super::filter_block::{FilterLayout, KeyFilter};
 use super::footer::{FOOTER_LEN, Footer};
 use super::index::Index;
-use super::iter::TableIter;
+use super::iter::{SharedBounds, TableIter};
 use super::properties::Properties;
 use super::trailer::read_block;
 use crate::error::{Error, Result};
@@ -191,7 +191,12 @@ impl Table {
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
     ) -> TableIter {
-        TableIter::new(Arc::clone(self), lower, upper)
+        TableIter::new(Arc::clone(self), Arc::new((lower, upper)))
+    }
+
+    /// [`Table::iter`] with bounds shared by the other iterators of a scan.
+    pub(crate) fn iter_shared(self: &Arc<Self>, bounds: &SharedBounds) -> TableIter {
+        TableIter::new(Arc::clone(self), Arc::clone(bounds))
     }
 
     /// The file.
