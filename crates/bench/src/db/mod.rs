@@ -97,7 +97,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let known: Vec<&str> = Workload::READS.iter().map(|w| w.name()).collect();
     if let Some(bad) = args.workloads.iter().find(|w| !known.contains(&w.as_str())) {
-        bail!("unknown read workload {bad:?}: choose from {}", known.join(", "));
+        bail!(
+            "unknown read workload {bad:?}: choose from {}",
+            known.join(", ")
+        );
     }
     let settings = Settings {
         memtable_bytes: args.memtable_mib << 20,
@@ -185,9 +188,9 @@ fn run_engine(
             if shape == Shape::Compacted {
                 engine.compact()?;
             }
-            let selected = Workload::READS
-                .into_iter()
-                .filter(|w| args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name()));
+            let selected = Workload::READS.into_iter().filter(|w| {
+                args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name())
+            });
             for workload in selected {
                 eprintln!("  {} ({})", workload.name(), shape.name());
                 let run = workload::run_read(engine.as_ref(), workload, keys, args.reads)?;
