@@ -1,6 +1,8 @@
 //! The in-memory table every write lands in first: a lock-free skip list
 //! (crossbeam-skiplist) of internal keys, so readers never block writers.
 
+use std::borrow::Borrow;
+use std::cmp::Ordering as KeyOrder;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -53,13 +55,41 @@ impl Memtable {
 
     /// The newest version of `user_key` with sequence number `<= seq`
     /// (tombstones included), if this memtable has one.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the read path uses `lookup`"))]
     pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Entry> {
-        let search = InternalKey::new(user_key, seq, ValueKind::MAX);
-        let found = self.map.lower_bound(Bound::Included(&search))?;
-        (found.key().user_key == user_key).then(|| Entry {
+        let found = self.find(user_key, seq)?;
+        Some(Entry {
             key: found.key().clone(),
             value: found.value().clone(),
         })
+    }
+
+    /// [`Memtable::get`] without copying the key: `Some(None)` for a
+    /// tombstone, `Some(Some(value))` for a value.
+    pub(crate) fn lookup(&self, user_key: &[u8], seq: SeqNo) -> Option<Option<Vec<u8>>> {
+        let found = self.find(user_key, seq)?;
+        Some(match found.key().kind {
+            ValueKind::Value => Some(found.value().clone()),
+            ValueKind::Delete => None,
+        })
+    }
+
+    /// The skip-list entry of [`Memtable::get`], searched for with a
+    /// borrowed key: no allocation.
+    fn find(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+    ) -> Option<crossbeam_skiplist::map::Entry<'_, InternalKey, Vec<u8>>> {
+        let search = Probe {
+            user_key,
+            seq,
+            kind: ValueKind::MAX,
+        };
+        let found = self
+            .map
+            .lower_bound(Bound::Included(&search as &dyn KeyView))?;
+        (found.key().user_key == user_key).then_some(found)
     }
 
     /// Memory charged to this memtable, in bytes.
@@ -103,6 +133,63 @@ impl Memtable {
         }
     }
 }
+
+/// An internal key's parts, borrowed: lets the skip list of owned
+/// [`InternalKey`]s be searched with a key that borrows the caller's bytes
+/// (through `Borrow<dyn KeyView>`).
+trait KeyView {
+    /// User key, sequence number, kind.
+    fn parts(&self) -> (&[u8], SeqNo, ValueKind);
+}
+
+/// A search key borrowing its user key.
+struct Probe<'a> {
+    user_key: &'a [u8],
+    seq: SeqNo,
+    kind: ValueKind,
+}
+
+impl KeyView for Probe<'_> {
+    fn parts(&self) -> (&[u8], SeqNo, ValueKind) {
+        (self.user_key, self.seq, self.kind)
+    }
+}
+
+impl KeyView for InternalKey {
+    fn parts(&self) -> (&[u8], SeqNo, ValueKind) {
+        (&self.user_key, self.seq, self.kind)
+    }
+}
+
+impl<'a> Borrow<dyn KeyView + 'a> for InternalKey {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+// The same order as `InternalKey`'s `Ord`, as `Borrow` requires.
+impl Ord for dyn KeyView + '_ {
+    fn cmp(&self, other: &Self) -> KeyOrder {
+        let (a, b) = (self.parts(), other.parts());
+        a.0.cmp(b.0)
+            .then_with(|| b.1.cmp(&a.1))
+            .then_with(|| b.2.cmp(&a.2))
+    }
+}
+
+impl PartialOrd for dyn KeyView + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<KeyOrder> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == KeyOrder::Equal
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
 
 /// A cursor over a memtable that owns it (through `Arc`), so it can outlive
 /// the borrow a skip-list range would need. Each step is one skip-list seek

@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
+
+use arc_swap::ArcSwap;
 
 use crate::batch::decode_record;
 use crate::compaction::OutputRun;
@@ -247,11 +249,11 @@ impl Inner {
             cache,
             counters: Counters::default(),
             visible_seq: AtomicU64::new(recovered.last_seq),
-            current: RwLock::new(Arc::new(SuperVersion {
+            current: ArcSwap::from_pointee(SuperVersion {
                 active: Arc::new(Memtable::new(wal_number)),
                 immutables: Vec::new(),
                 version: Arc::new(recovered.version),
-            })),
+            }),
             writer: Mutex::new(Writer {
                 wal,
                 last_seq: recovered.last_seq,

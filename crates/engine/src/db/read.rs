@@ -42,19 +42,21 @@ impl Inner {
             )));
         }
         bump(&self.counters.gets);
-        let current = self.current();
+        let current = self.pin();
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
-            if let Some(entry) = memtable.get(key, seq) {
+            if let Some(value) = memtable.lookup(key, seq) {
                 bump(&self.counters.memtable_hits);
-                return Ok(value_of(entry));
+                return Ok(value);
             }
         }
         let hash = KeyHash::of(key);
         bump(&self.counters.key_hashes);
         let mut blocks_read = 0;
         let found = self.get_from_tables(&current, key, hash, seq, &mut blocks_read);
-        add(&self.counters.data_blocks_read, blocks_read);
-        Ok(found?.and_then(value_of))
+        if blocks_read > 0 {
+            add(&self.counters.data_blocks_read, blocks_read);
+        }
+        Ok(found?.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
     }
 
     fn get_from_tables(
@@ -64,7 +66,9 @@ impl Inner {
         hash: KeyHash,
         seq: SeqNo,
         blocks_read: &mut u64,
-    ) -> Result<Option<Entry>> {
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        // Scratch for the keys the block seeks decode, shared by the tables.
+        let mut scratch = Vec::new();
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = self.counters.level(level);
             for run in &tables.runs {
@@ -79,8 +83,8 @@ impl Inner {
                 if !may_contain {
                     continue;
                 }
-                match table.table.get(key, seq, blocks_read)? {
-                    Some(entry) => return Ok(Some(entry)),
+                match table.table.lookup(key, seq, blocks_read, &mut scratch)? {
+                    Some(found) => return Ok(Some(found)),
                     None => counters.false_positive(),
                 }
             }
@@ -106,14 +110,6 @@ impl Inner {
         DbIter {
             inner: VisibleIter::new(MergeIter::new(sources), seq, bounds),
         }
-    }
-}
-
-/// The value an entry stands for: `None` for a tombstone.
-fn value_of(entry: Entry) -> Option<Vec<u8>> {
-    match entry.key.kind {
-        ValueKind::Value => Some(entry.value),
-        ValueKind::Delete => None,
     }
 }
 

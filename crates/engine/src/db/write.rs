@@ -45,10 +45,11 @@ impl Inner {
             self.fail(&err);
             return Err(err);
         }
-        let memtable = Arc::clone(&self.current().active);
+        // Holding the writer lock, no rotation can replace the memtable.
+        let current = self.pin();
         let mut seq = first_seq;
         for (kind, key, value) in batch.iter() {
-            memtable.insert(key, seq, kind, value);
+            current.active.insert(key, seq, kind, value);
             seq += 1;
         }
         writer.last_seq = seq - 1;
@@ -83,7 +84,7 @@ impl Inner {
         let started = Instant::now();
         let mut delayed = false;
         loop {
-            let current = self.current();
+            let current = self.pin();
             let l0_runs = current.version.l0_runs();
             if self.failed.load(Ordering::Acquire) {
                 Self::check_background_error(&lock(&self.state))?;
