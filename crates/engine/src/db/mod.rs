@@ -215,7 +215,10 @@ impl Db {
     /// [`Error::Io`] if the WAL cannot be written; [`Error::Background`]
     /// after a failed flush or compaction.
     pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        // Kind byte and two length varints of at most 10 bytes: one
+        // allocation, no growth.
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 21);
         batch.insert(key, value);
         self.write(&batch)
     }
@@ -225,7 +228,8 @@ impl Db {
     /// # Errors
     /// As [`Db::insert`].
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let key = key.as_ref();
+        let mut batch = WriteBatch::with_capacity(key.len() + 11);
         batch.remove(key);
         self.write(&batch)
     }

@@ -282,7 +282,7 @@ impl Inner {
     /// Writes what the WALs held to a level-0 table.
     fn flush_recovered(&self, replayed: &Arc<Memtable>) -> Result<()> {
         let current = self.current();
-        let entries = replayed.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
+        let entries = replayed.entries();
         let outputs = self.write_tables(
             entries,
             0,

@@ -31,14 +31,17 @@ impl Inner {
         let mut writer = lock(&self.writer);
         self.make_room(&mut writer, batch.approximate_bytes() as u64)?;
         let first_seq = writer.last_seq + 1;
-        let payload = batch.encode(first_seq);
-        let logged = writer.wal.add_record(&payload).and_then(|()| {
-            if sync {
-                writer.wal.sync()
-            } else {
-                writer.wal.flush()
-            }
-        });
+        let header = batch.record_header(first_seq);
+        let logged = writer
+            .wal
+            .add_record_parts(&[&header, batch.encoded_ops()])
+            .and_then(|()| {
+                if sync {
+                    writer.wal.sync()
+                } else {
+                    writer.wal.flush()
+                }
+            });
         if let Err(err) = logged {
             // A partly written record is a torn tail for recovery to cut;
             // appending more after it would hide later writes behind it.
@@ -81,7 +84,9 @@ impl Inner {
     /// Before a write: delays it while compaction is behind, and freezes a
     /// full memtable, waiting when too many are frozen already.
     fn make_room(&self, writer: &mut Writer, bytes: u64) -> Result<()> {
-        let started = Instant::now();
+        // The clock is read before the first delay or wait, not on entry:
+        // the common write, with room and no compaction debt, never reads it.
+        let mut started: Option<Instant> = None;
         let mut delayed = false;
         loop {
             let current = self.pin();
@@ -90,30 +95,35 @@ impl Inner {
                 Self::check_background_error(&lock(&self.state))?;
             }
             if !delayed && l0_runs >= self.options.l0_slowdown_runs {
+                started.get_or_insert_with(Instant::now);
+                delayed = true;
                 writer.delay_debt += bytes;
                 if writer.delay_debt >= DELAY_BYTES_PER_MS {
                     writer.delay_debt -= DELAY_BYTES_PER_MS;
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                delayed = true;
             }
             if current.active.approximate_bytes() < self.options.memtable_bytes {
                 break;
             }
             if current.immutables.len() >= self.options.max_immutable_memtables {
+                started.get_or_insert_with(Instant::now);
                 self.wait_for_flush()?;
                 continue;
             }
             if l0_runs >= self.options.l0_stop_runs {
+                started.get_or_insert_with(Instant::now);
                 self.wait_for_compaction_progress(l0_runs)?;
                 continue;
             }
             self.rotate(writer)?;
             break;
         }
-        let stalled = started.elapsed().as_micros() as u64;
-        if stalled > 0 && delayed {
-            add(&self.counters.write_stall_micros, stalled);
+        if delayed && let Some(started) = started {
+            let stalled = started.elapsed().as_micros() as u64;
+            if stalled > 0 {
+                add(&self.counters.write_stall_micros, stalled);
+            }
         }
         Ok(())
     }
