@@ -78,6 +78,8 @@ pub(crate) struct Writer {
     pub last_seq: SeqNo,
     /// Bytes written since the last delay while compaction is behind.
     pub delay_debt: u64,
+    /// An empty batch whose buffer single-operation writes reuse.
+    pub scratch: WriteBatch,
 }
 
 /// Structure changes (flush, compaction, memtable rotation) happen under
@@ -215,12 +217,8 @@ impl Db {
     /// [`Error::Io`] if the WAL cannot be written; [`Error::Background`]
     /// after a failed flush or compaction.
     pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        // Kind byte and two length varints of at most 10 bytes: one
-        // allocation, no growth.
-        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 21);
-        batch.insert(key, value);
-        self.write(&batch)
+        self.inner
+            .write_one(key.as_ref(), Some(value.as_ref()), WriteOptions::default())
     }
 
     /// Removes `key` (a no-op if absent).
@@ -228,10 +226,8 @@ impl Db {
     /// # Errors
     /// As [`Db::insert`].
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
-        let mut batch = WriteBatch::with_capacity(key.len() + 11);
-        batch.remove(key);
-        self.write(&batch)
+        self.inner
+            .write_one(key.as_ref(), None, WriteOptions::default())
     }
 
     /// Applies every operation of `batch` atomically: after a crash either

@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
-use crate::batch::decode_record;
+use crate::batch::{WriteBatch, decode_record};
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -258,6 +258,7 @@ impl Inner {
                 wal,
                 last_seq: recovered.last_seq,
                 delay_debt: 0,
+                scratch: WriteBatch::new(),
             }),
             state: Mutex::new(State {
                 manifest,

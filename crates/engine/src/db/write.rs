@@ -20,6 +20,11 @@ use super::{Inner, SuperVersion, Writer, lock};
 /// `delayed_write_rate`.
 const DELAY_BYTES_PER_MS: u64 = 16 * 1024;
 
+/// One-operation batches up to this size leave their buffer to the next
+/// write: room for any ordinary key and value, while a rare huge value's
+/// buffer is freed.
+const KEPT_BATCH_BYTES: usize = 64 << 10;
+
 impl Inner {
     /// Logs and applies `batch` atomically.
     pub(crate) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
@@ -27,9 +32,45 @@ impl Inner {
         if batch.is_empty() {
             return Ok(());
         }
-        let sync = options.sync.unwrap_or(self.options.sync_writes);
         let mut writer = lock(&self.writer);
-        self.make_room(&mut writer, batch.approximate_bytes() as u64)?;
+        self.write_locked(&mut writer, batch, options)
+    }
+
+    /// Logs and applies one operation (a value, or a tombstone when
+    /// `value` is `None`) as a one-operation batch, built in a buffer the
+    /// writer keeps: no allocation per write.
+    pub(crate) fn write_one(
+        &self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let mut writer = lock(&self.writer);
+        let mut batch = std::mem::take(&mut writer.scratch);
+        match value {
+            Some(value) => batch.insert(key, value),
+            None => batch.remove(key),
+        };
+        let result = batch
+            .validate()
+            .and_then(|()| self.write_locked(&mut writer, &batch, options));
+        // A rare huge write's buffer is not kept around.
+        if batch.size_in_bytes() <= KEPT_BATCH_BYTES {
+            batch.clear();
+            writer.scratch = batch;
+        }
+        result
+    }
+
+    /// [`Inner::write`] of a valid, non-empty batch, under the writer lock.
+    fn write_locked(
+        &self,
+        writer: &mut Writer,
+        batch: &WriteBatch,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let sync = options.sync.unwrap_or(self.options.sync_writes);
+        self.make_room(writer, batch.approximate_bytes() as u64)?;
         let first_seq = writer.last_seq + 1;
         let header = batch.record_header(first_seq);
         let logged = writer
