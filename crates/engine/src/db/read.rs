@@ -78,7 +78,8 @@ impl Inner {
                 if table.meta.min_seq > seq {
                     continue;
                 }
-                let may_contain = table.table.may_contain(key, hash);
+                // `table_for` checked the key against the table's range.
+                let may_contain = table.table.may_contain_in_range(key, hash);
                 counters.probe(may_contain);
                 if !may_contain {
                     continue;

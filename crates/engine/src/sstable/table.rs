@@ -128,6 +128,13 @@ impl Table {
         self.filter.may_contain(user_key, hash)
     }
 
+    /// [`Table::may_contain`] for a key the caller already knows to lie
+    /// within the table's key range (a run's `table_for` found it there):
+    /// only the filter is asked.
+    pub(crate) fn may_contain_in_range(&self, user_key: &[u8], hash: KeyHash) -> bool {
+        self.properties.entries != 0 && self.filter.may_contain(user_key, hash)
+    }
+
     /// Newest version of `user_key` at or below `seq` (tombstones
     /// included); adds data blocks read to `blocks_read`.
     #[cfg_attr(not(test), expect(dead_code, reason = "the read path uses `lookup`"))]
