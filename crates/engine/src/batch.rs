@@ -156,14 +156,24 @@ impl WriteBatch {
     }
 
     /// The WAL record payload; operation i gets sequence number first_seq + i.
+    #[cfg(test)]
     pub(crate) fn encode(&self, first_seq: SeqNo) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.size_in_bytes());
-        out.extend_from_slice(&first_seq.to_le_bytes());
+        [&self.record_header(first_seq)[..], &self.ops].concat()
+    }
+
+    /// The start of the WAL record payload, before [`Self::encoded_ops`].
+    pub(crate) fn record_header(&self, first_seq: SeqNo) -> [u8; RECORD_HEADER_LEN] {
+        let mut out = [0; RECORD_HEADER_LEN];
+        out[..8].copy_from_slice(&first_seq.to_le_bytes());
         // `validate` bounds the record by `MAX_RECORD_LEN` (u32), and every
         // operation takes at least two bytes, so the count fits.
-        out.extend_from_slice(&(self.count as u32).to_le_bytes());
-        out.extend_from_slice(&self.ops);
+        out[8..].copy_from_slice(&(self.count as u32).to_le_bytes());
         out
+    }
+
+    /// The operations as the WAL record payload holds them.
+    pub(crate) fn encoded_ops(&self) -> &[u8] {
+        &self.ops
     }
 
     /// Operations in order: kind, key, value (empty for a delete).

@@ -111,7 +111,20 @@ impl<'a> Decoder<'a> {
     }
 
     /// An unsigned LEB128 varint of at most 10 bytes that fits in 64 bits.
+    #[inline]
     pub(crate) fn varint(&mut self, what: &str) -> Result<u64, Corrupt> {
+        // Most varints (block entry lengths) are one byte: no loop for them.
+        if let Some(&byte) = self.bytes.get(self.pos)
+            && byte < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(byte));
+        }
+        self.varint_long(what)
+    }
+
+    /// [`Decoder::varint`] of more than one byte (or at the end).
+    fn varint_long(&mut self, what: &str) -> Result<u64, Corrupt> {
         let start = self.pos;
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
@@ -131,6 +144,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// A varint that must be at most `max` and fit in `usize`.
+    #[inline]
     pub(crate) fn varint_len(&mut self, max: usize, what: &str) -> Result<usize, Corrupt> {
         let start = self.pos;
         let value = self.varint(what)?;

@@ -60,7 +60,7 @@ impl Inner {
         let Some(memtable) = current.immutables.last().cloned() else {
             return Ok(false);
         };
-        let entries = memtable.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
+        let entries = memtable.entries();
         let id = self.new_file_number();
         let projected = projected_entries(&current.version, 0, memtable.len() as u64, []);
         let outputs = self.write_tables(

@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use arc_swap::ArcSwap;
+use arc_swap::Guard;
 use std::thread::JoinHandle;
 
 pub use builder::DbBuilder;
@@ -75,6 +78,8 @@ pub(crate) struct Writer {
     pub last_seq: SeqNo,
     /// Bytes written since the last delay while compaction is behind.
     pub delay_debt: u64,
+    /// An empty batch whose buffer single-operation writes reuse.
+    pub scratch: WriteBatch,
 }
 
 /// Structure changes (flush, compaction, memtable rotation) happen under
@@ -99,7 +104,9 @@ pub(crate) struct Inner {
     pub counters: Counters,
     /// Sequence number of the newest write readers may see.
     pub visible_seq: AtomicU64,
-    pub current: RwLock<Arc<SuperVersion>>,
+    /// Swapped atomically, so a reader's load takes no lock and (through
+    /// [`Inner::pin`]) bumps no shared reference count.
+    pub current: ArcSwap<SuperVersion>,
     pub writer: Mutex<Writer>,
     pub state: Mutex<State>,
     /// Signalled whenever `state` or `current` changes.
@@ -128,13 +135,21 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Inner {
     /// The memtables and version readers should use now.
     pub(crate) fn current(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+        self.current.load_full()
+    }
+
+    /// The memtables and version readers should use now, for a short
+    /// borrow: cheaper than [`Inner::current`], and it keeps them alive
+    /// just the same while held (hold it briefly: `arc_swap` keeps a few
+    /// such loads per thread without touching the reference count).
+    pub(crate) fn pin(&self) -> Guard<Arc<SuperVersion>> {
+        self.current.load()
     }
 
     /// Replaces what readers see. Callers hold `state`, which orders
     /// installs and lets background threads wait for them without missing one.
     pub(crate) fn install(&self, next: SuperVersion) {
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        self.current.store(Arc::new(next));
         self.generation.fetch_add(1, Ordering::Release);
         self.changed.notify_all();
     }
@@ -202,9 +217,8 @@ impl Db {
     /// [`Error::Io`] if the WAL cannot be written; [`Error::Background`]
     /// after a failed flush or compaction.
     pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.insert(key, value);
-        self.write(&batch)
+        self.inner
+            .write_one(key.as_ref(), Some(value.as_ref()), WriteOptions::default())
     }
 
     /// Removes `key` (a no-op if absent).
@@ -212,9 +226,8 @@ impl Db {
     /// # Errors
     /// As [`Db::insert`].
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.remove(key);
-        self.write(&batch)
+        self.inner
+            .write_one(key.as_ref(), None, WriteOptions::default())
     }
 
     /// Applies every operation of `batch` atomically: after a crash either

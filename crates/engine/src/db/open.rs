@@ -7,9 +7,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
 
-use crate::batch::decode_record;
+use arc_swap::ArcSwap;
+
+use crate::batch::{WriteBatch, decode_record};
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -247,15 +249,16 @@ impl Inner {
             cache,
             counters: Counters::default(),
             visible_seq: AtomicU64::new(recovered.last_seq),
-            current: RwLock::new(Arc::new(SuperVersion {
+            current: ArcSwap::from_pointee(SuperVersion {
                 active: Arc::new(Memtable::new(wal_number)),
                 immutables: Vec::new(),
                 version: Arc::new(recovered.version),
-            })),
+            }),
             writer: Mutex::new(Writer {
                 wal,
                 last_seq: recovered.last_seq,
                 delay_debt: 0,
+                scratch: WriteBatch::new(),
             }),
             state: Mutex::new(State {
                 manifest,
@@ -280,7 +283,7 @@ impl Inner {
     /// Writes what the WALs held to a level-0 table.
     fn flush_recovered(&self, replayed: &Arc<Memtable>) -> Result<()> {
         let current = self.current();
-        let entries = replayed.iter((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded));
+        let entries = replayed.entries();
         let projected =
             super::flush::projected_entries(&current.version, 0, replayed.len() as u64, []);
         let outputs = self.write_tables(

@@ -1,8 +1,7 @@
 //! The read path: point lookups that hash the key once and share the hash
 //! with every filter, and range iterators over memtables and runs.
 
-use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Range, RangeBounds};
 use std::sync::Arc;
 
 use sift_filter::KeyHash;
@@ -11,8 +10,8 @@ use crate::batch::MAX_KEY_LEN;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, VisibleIter};
 use crate::key::{Entry, SeqNo, ValueKind};
-use crate::sstable::{Table, TableIter};
-use crate::version::Run;
+use crate::sstable::{SharedBounds, TableIter};
+use crate::version::Version;
 
 use super::stats::{add, bump};
 use super::{Inner, SuperVersion};
@@ -43,19 +42,21 @@ impl Inner {
             )));
         }
         bump(&self.counters.gets);
-        let current = self.current();
+        let current = self.pin();
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
-            if let Some(entry) = memtable.get(key, seq) {
+            if let Some(value) = memtable.lookup(key, seq) {
                 bump(&self.counters.memtable_hits);
-                return Ok(value_of(entry));
+                return Ok(value);
             }
         }
         let hash = KeyHash::of(key);
         bump(&self.counters.key_hashes);
         let mut blocks_read = 0;
         let found = self.get_from_tables(&current, key, hash, seq, &mut blocks_read);
-        add(&self.counters.data_blocks_read, blocks_read);
-        Ok(found?.and_then(value_of))
+        if blocks_read > 0 {
+            add(&self.counters.data_blocks_read, blocks_read);
+        }
+        Ok(found?.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
     }
 
     fn get_from_tables(
@@ -65,7 +66,9 @@ impl Inner {
         hash: KeyHash,
         seq: SeqNo,
         blocks_read: &mut u64,
-    ) -> Result<Option<Entry>> {
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        // Scratch for the keys the block seeks decode, shared by the tables.
+        let mut scratch = Vec::new();
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = self.counters.level(level);
             for run in &tables.runs {
@@ -75,13 +78,14 @@ impl Inner {
                 if table.meta.min_seq > seq {
                     continue;
                 }
-                let may_contain = table.table.may_contain(key, hash);
+                // `table_for` checked the key against the table's range.
+                let may_contain = table.table.may_contain_in_range(key, hash);
                 counters.probe(may_contain);
                 if !may_contain {
                     continue;
                 }
-                match table.table.get(key, seq, blocks_read)? {
-                    Some(entry) => return Ok(Some(entry)),
+                match table.table.lookup(key, seq, blocks_read, &mut scratch)? {
+                    Some(found) => return Ok(Some(found)),
                     None => counters.false_positive(),
                 }
             }
@@ -96,9 +100,10 @@ impl Inner {
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
             sources.push(Box::new(memtable.iter(bounds.clone())));
         }
-        for level in &current.version.levels {
-            for run in &level.runs {
-                if let Some(iter) = RunIter::new(run, &bounds) {
+        let shared: SharedBounds = Arc::new(bounds.clone());
+        for (index, level) in current.version.levels.iter().enumerate() {
+            for run in 0..level.runs.len() {
+                if let Some(iter) = RunIter::new(&current.version, index, run, &shared) {
                     sources.push(Box::new(iter));
                 }
             }
@@ -106,14 +111,6 @@ impl Inner {
         DbIter {
             inner: VisibleIter::new(MergeIter::new(sources), seq, bounds),
         }
-    }
-}
-
-/// The value an entry stands for: `None` for a tombstone.
-fn value_of(entry: Entry) -> Option<Vec<u8>> {
-    match entry.key.kind {
-        ValueKind::Value => Some(entry.value),
-        ValueKind::Delete => None,
     }
 }
 
@@ -146,32 +143,55 @@ impl DoubleEndedIterator for DbIter {
 
 /// The entries of one sorted run within bounds, opening each table only
 /// when the iteration reaches it: a seek costs one table, not the run.
+/// Holds the version, which keeps the run's tables open.
 struct RunIter {
-    /// Tables no end has opened yet, in key order.
-    pending: VecDeque<Arc<Table>>,
-    bounds: Bounds,
+    version: Arc<Version>,
+    /// Where the run is in `version`.
+    level: usize,
+    run: usize,
+    /// Tables (indexes into the run) no end has opened yet, in key order.
+    pending: Range<usize>,
+    bounds: SharedBounds,
     front: Option<TableIter>,
     back: Option<TableIter>,
 }
 
 impl RunIter {
     /// `None` when no table of the run overlaps `bounds`.
-    fn new(run: &Run, bounds: &Bounds) -> Option<Self> {
-        let pending: VecDeque<Arc<Table>> = run
-            .tables
-            .iter()
-            .filter(|t| {
-                below_upper(t.smallest_user_key(), &bounds.1)
-                    && above_lower(t.largest_user_key(), &bounds.0)
-            })
-            .map(|t| Arc::clone(&t.table))
-            .collect();
-        (!pending.is_empty()).then(|| Self {
-            pending,
-            bounds: bounds.clone(),
+    fn new(
+        version: &Arc<Version>,
+        level: usize,
+        run: usize,
+        bounds: &SharedBounds,
+    ) -> Option<Self> {
+        let tables = &version.levels.get(level)?.runs.get(run)?.tables;
+        // Tables are sorted and disjoint: those overlapping the bounds are
+        // the ones after every table that ends below the lower bound and
+        // before every table that starts above the upper one.
+        let start = tables.partition_point(|t| !above_lower(t.largest_user_key(), &bounds.0));
+        let end = tables.partition_point(|t| below_upper(t.smallest_user_key(), &bounds.1));
+        (start < end).then(|| Self {
+            version: Arc::clone(version),
+            level,
+            run,
+            pending: start..end,
+            bounds: Arc::clone(bounds),
             front: None,
             back: None,
         })
+    }
+
+    /// Opens table `at` of the run.
+    fn open(&self, at: usize) -> Option<TableIter> {
+        let table = self
+            .version
+            .levels
+            .get(self.level)?
+            .runs
+            .get(self.run)?
+            .tables
+            .get(at)?;
+        Some(table.table.iter_shared(&self.bounds))
     }
 }
 
@@ -199,10 +219,8 @@ impl Iterator for RunIter {
             if let Some(item) = self.front.as_mut().and_then(Iterator::next) {
                 return Some(item);
             }
-            match self.pending.pop_front() {
-                Some(table) => {
-                    self.front = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone()))
-                }
+            match self.pending.next() {
+                Some(at) => self.front = self.open(at),
                 // Every table is open: the rest is in the back end's table,
                 // which is double-ended and never repeats an entry.
                 None => return self.back.as_mut().and_then(Iterator::next),
@@ -217,10 +235,8 @@ impl DoubleEndedIterator for RunIter {
             if let Some(item) = self.back.as_mut().and_then(DoubleEndedIterator::next_back) {
                 return Some(item);
             }
-            match self.pending.pop_back() {
-                Some(table) => {
-                    self.back = Some(table.iter(self.bounds.0.clone(), self.bounds.1.clone()))
-                }
+            match self.pending.next_back() {
+                Some(at) => self.back = self.open(at),
                 None => return self.front.as_mut().and_then(DoubleEndedIterator::next_back),
             }
         }

@@ -20,6 +20,11 @@ use super::{Inner, SuperVersion, Writer, lock};
 /// `delayed_write_rate`.
 const DELAY_BYTES_PER_MS: u64 = 16 * 1024;
 
+/// One-operation batches up to this size leave their buffer to the next
+/// write: room for any ordinary key and value, while a rare huge value's
+/// buffer is freed.
+const KEPT_BATCH_BYTES: usize = 64 << 10;
+
 impl Inner {
     /// Logs and applies `batch` atomically.
     pub(crate) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
@@ -27,28 +32,68 @@ impl Inner {
         if batch.is_empty() {
             return Ok(());
         }
-        let sync = options.sync.unwrap_or(self.options.sync_writes);
         let mut writer = lock(&self.writer);
-        self.make_room(&mut writer, batch.approximate_bytes() as u64)?;
+        self.write_locked(&mut writer, batch, options)
+    }
+
+    /// Logs and applies one operation (a value, or a tombstone when
+    /// `value` is `None`) as a one-operation batch, built in a buffer the
+    /// writer keeps: no allocation per write.
+    pub(crate) fn write_one(
+        &self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let mut writer = lock(&self.writer);
+        let mut batch = std::mem::take(&mut writer.scratch);
+        match value {
+            Some(value) => batch.insert(key, value),
+            None => batch.remove(key),
+        };
+        let result = batch
+            .validate()
+            .and_then(|()| self.write_locked(&mut writer, &batch, options));
+        // A rare huge write's buffer is not kept around.
+        if batch.size_in_bytes() <= KEPT_BATCH_BYTES {
+            batch.clear();
+            writer.scratch = batch;
+        }
+        result
+    }
+
+    /// [`Inner::write`] of a valid, non-empty batch, under the writer lock.
+    fn write_locked(
+        &self,
+        writer: &mut Writer,
+        batch: &WriteBatch,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let sync = options.sync.unwrap_or(self.options.sync_writes);
+        self.make_room(writer, batch.approximate_bytes() as u64)?;
         let first_seq = writer.last_seq + 1;
-        let payload = batch.encode(first_seq);
-        let logged = writer.wal.add_record(&payload).and_then(|()| {
-            if sync {
-                writer.wal.sync()
-            } else {
-                writer.wal.flush()
-            }
-        });
+        let header = batch.record_header(first_seq);
+        let logged = writer
+            .wal
+            .add_record_parts(&[&header, batch.encoded_ops()])
+            .and_then(|()| {
+                if sync {
+                    writer.wal.sync()
+                } else {
+                    writer.wal.flush()
+                }
+            });
         if let Err(err) = logged {
             // A partly written record is a torn tail for recovery to cut;
             // appending more after it would hide later writes behind it.
             self.fail(&err);
             return Err(err);
         }
-        let memtable = Arc::clone(&self.current().active);
+        // Holding the writer lock, no rotation can replace the memtable.
+        let current = self.pin();
         let mut seq = first_seq;
         for (kind, key, value) in batch.iter() {
-            memtable.insert(key, seq, kind, value);
+            current.active.insert(key, seq, kind, value);
             seq += 1;
         }
         writer.last_seq = seq - 1;
@@ -80,39 +125,46 @@ impl Inner {
     /// Before a write: delays it while compaction is behind, and freezes a
     /// full memtable, waiting when too many are frozen already.
     fn make_room(&self, writer: &mut Writer, bytes: u64) -> Result<()> {
-        let started = Instant::now();
+        // The clock is read before the first delay or wait, not on entry:
+        // the common write, with room and no compaction debt, never reads it.
+        let mut started: Option<Instant> = None;
         let mut delayed = false;
         loop {
-            let current = self.current();
+            let current = self.pin();
             let l0_runs = current.version.l0_runs();
             if self.failed.load(Ordering::Acquire) {
                 Self::check_background_error(&lock(&self.state))?;
             }
             if !delayed && l0_runs >= self.options.l0_slowdown_runs {
+                started.get_or_insert_with(Instant::now);
+                delayed = true;
                 writer.delay_debt += bytes;
                 if writer.delay_debt >= DELAY_BYTES_PER_MS {
                     writer.delay_debt -= DELAY_BYTES_PER_MS;
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                delayed = true;
             }
             if current.active.approximate_bytes() < self.options.memtable_bytes {
                 break;
             }
             if current.immutables.len() >= self.options.max_immutable_memtables {
+                started.get_or_insert_with(Instant::now);
                 self.wait_for_flush()?;
                 continue;
             }
             if l0_runs >= self.options.l0_stop_runs {
+                started.get_or_insert_with(Instant::now);
                 self.wait_for_compaction_progress(l0_runs)?;
                 continue;
             }
             self.rotate(writer)?;
             break;
         }
-        let stalled = started.elapsed().as_micros() as u64;
-        if stalled > 0 && delayed {
-            add(&self.counters.write_stall_micros, stalled);
+        if delayed && let Some(started) = started {
+            let stalled = started.elapsed().as_micros() as u64;
+            if stalled > 0 {
+                add(&self.counters.write_stall_micros, stalled);
+            }
         }
         Ok(())
     }

@@ -121,14 +121,26 @@ fn check_header(bytes: &[u8], kind: LogKind) -> Result<(), Corrupt> {
 }
 
 /// The record bytes for `payload` (at most [`MAX_RECORD_LEN`] bytes).
+#[cfg(test)]
 fn encode_record(payload: &[u8]) -> Vec<u8> {
-    let mut record = Vec::with_capacity(RECORD_HEADER_LEN + payload.len());
+    let mut record = Vec::new();
+    encode_record_into(&mut record, &[payload]);
+    record
+}
+
+/// Replaces `record` with the record whose payload is `parts` concatenated
+/// (at most [`MAX_RECORD_LEN`] bytes in all).
+fn encode_record_into(record: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    record.clear();
+    record.reserve(RECORD_HEADER_LEN + len);
     record.extend_from_slice(&[0; 4]);
-    record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    record.extend_from_slice(payload);
+    record.extend_from_slice(&(len as u32).to_le_bytes());
+    for part in parts {
+        record.extend_from_slice(part);
+    }
     let sum = checksum(&record[4..]);
     record[..4].copy_from_slice(&sum.to_le_bytes());
-    record
 }
 
 #[cfg(test)]

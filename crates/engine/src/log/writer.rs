@@ -2,9 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{HEADER_LEN, LogKind, MAX_RECORD_LEN, encode_header, encode_record};
+use super::{HEADER_LEN, LogKind, MAX_RECORD_LEN, encode_header, encode_record_into};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
+
+/// Record buffers up to this size are kept for the next record: enough for
+/// any small write, while a rare huge batch's buffer is freed.
+const KEPT_RECORD_BYTES: usize = 64 << 10;
 
 /// Appends records to a new log file.
 ///
@@ -19,6 +23,8 @@ pub(crate) struct LogWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
     size: u64,
+    /// The record being written, kept to reuse its allocation.
+    record: Vec<u8>,
 }
 
 impl LogWriter {
@@ -33,6 +39,7 @@ impl LogWriter {
             file,
             path: path.to_path_buf(),
             size: HEADER_LEN as u64,
+            record: Vec::new(),
         })
     }
 
@@ -41,17 +48,27 @@ impl LogWriter {
     /// [`MAX_RECORD_LEN`] bytes is an [`Error::InvalidArgument`] and writes
     /// nothing.
     pub(crate) fn add_record(&mut self, payload: &[u8]) -> Result<()> {
-        if payload.len() > MAX_RECORD_LEN {
+        self.add_record_parts(&[payload])
+    }
+
+    /// [`add_record`](Self::add_record) of the concatenation of `parts`,
+    /// without concatenating them first.
+    pub(crate) fn add_record_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > MAX_RECORD_LEN {
             return Err(Error::InvalidArgument(format!(
-                "a log record of {} bytes exceeds the limit of {MAX_RECORD_LEN} bytes",
-                payload.len()
+                "a log record of {len} bytes exceeds the limit of {MAX_RECORD_LEN} bytes"
             )));
         }
-        let record = encode_record(payload);
-        self.file
-            .append(&record)
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.size += record.len() as u64;
+        encode_record_into(&mut self.record, parts);
+        let appended = self.file.append(&self.record);
+        let written = self.record.len() as u64;
+        // A rare huge record's buffer is not kept around.
+        if self.record.capacity() > KEPT_RECORD_BYTES {
+            self.record = Vec::new();
+        }
+        appended.map_err(|e| Error::io(&self.path, e))?;
+        self.size += written;
         Ok(())
     }
 

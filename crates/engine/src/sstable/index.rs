@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
-use crate::key::{ParsedKey, cmp_internal};
+use crate::key::{ParsedKey, TRAILER_LEN, cmp_internal, user_key_of};
 
 /// Longest key the index decoder accepts: the engine's key limit (64 KiB)
 /// plus the 8-byte trailer, rounded up generously.
@@ -23,10 +23,32 @@ pub(crate) struct IndexEntry {
 }
 
 /// The decoded index: one entry per data block, in key order.
+///
+/// Searches first compare an 8-byte integer per entry: the user-key bytes
+/// that follow the prefix every entry shares, held in one array. Binary
+/// search over separate heap keys costs a cache miss and a `memcmp` call per
+/// step; over the array it touches a few cache lines, and full keys are
+/// compared only among entries whose 8 bytes tie with the target's.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     /// Entries in strictly ascending `last_key` order.
     pub entries: Vec<IndexEntry>,
+    /// The longest prefix shared by every entry's user key.
+    shared: Box<[u8]>,
+    /// Per entry: [`probe`] of its user key after `shared`.
+    probes: Vec<u64>,
+}
+
+/// Up to 8 bytes of `key` from `from` on, big-endian, zero-padded: if
+/// `probe(a) < probe(b)` then `a < b` (a key that ends early pads with
+/// zeros and is a prefix of the other, hence smaller), so integer order
+/// decides whenever the probes differ.
+fn probe(key: &[u8], from: usize) -> u64 {
+    let mut raw = [0u8; 8];
+    let tail = key.get(from..).unwrap_or_default();
+    let n = tail.len().min(8);
+    raw[..n].copy_from_slice(&tail[..n]);
+    u64::from_be_bytes(raw)
 }
 
 impl Index {
@@ -87,14 +109,55 @@ impl Index {
         if !d.is_empty() {
             return Err(d.error("bytes after the last index entry"));
         }
-        Ok(Self { entries })
+        Ok(Self::new(entries))
+    }
+
+    /// An index over `entries` (in strictly ascending key order).
+    pub(crate) fn new(entries: Vec<IndexEntry>) -> Self {
+        // Keys are sorted, so what the first and last share, all share.
+        let shared: Box<[u8]> = match (entries.first(), entries.last()) {
+            (Some(first), Some(last)) => {
+                let (a, b) = (user_key_of(&first.last_key), user_key_of(&last.last_key));
+                let len = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                a[..len].into()
+            }
+            _ => Box::default(),
+        };
+        let probes = entries
+            .iter()
+            .map(|e| probe(user_key_of(&e.last_key), shared.len()))
+            .collect();
+        Self {
+            entries,
+            shared,
+            probes,
+        }
     }
 
     /// Index of the first block whose last key is `>= key`: the only block
     /// that can hold the first entry `>= key`. `len()` if none.
     pub(crate) fn find(&self, key: &[u8]) -> usize {
-        self.entries
-            .partition_point(|e| cmp_internal(&e.last_key, key) == Ordering::Less)
+        let full = |lo: usize, hi: usize| {
+            lo + self.entries[lo..hi]
+                .partition_point(|e| cmp_internal(&e.last_key, key) == Ordering::Less)
+        };
+        if key.len() < TRAILER_LEN {
+            return full(0, self.entries.len());
+        }
+        let user = user_key_of(key);
+        let head = &user[..user.len().min(self.shared.len())];
+        match head.cmp(&self.shared[..head.len()]) {
+            Ordering::Less => return 0,
+            Ordering::Greater => return self.entries.len(),
+            // A user key that is a proper prefix of the shared prefix sorts
+            // before every entry.
+            Ordering::Equal if head.len() < self.shared.len() => return 0,
+            Ordering::Equal => {}
+        }
+        let target = probe(user, self.shared.len());
+        let lo = self.probes.partition_point(|&p| p < target);
+        let ties = self.probes[lo..].partition_point(|&p| p == target);
+        full(lo, lo + ties)
     }
 }
 
@@ -135,6 +198,52 @@ mod tests {
         assert_eq!(index.find(&ikey(b"b", 2)), 1);
         assert_eq!(index.find(&ikey(b"e", 9)), 2);
         assert_eq!(index.find(&ikey(b"g", 9)), 3);
+    }
+
+    /// Entries over `keys` (sorted, deduplicated by the caller's set).
+    fn index_of(keys: &std::collections::BTreeSet<(Vec<u8>, u64)>) -> Index {
+        let mut sorted: Vec<Box<[u8]>> = keys.iter().map(|(k, s)| ikey(k, *s)).collect();
+        sorted.sort_by(|a, b| cmp_internal(a, b));
+        let entries = sorted
+            .into_iter()
+            .enumerate()
+            .map(|(i, last_key)| IndexEntry {
+                last_key,
+                handle: BlockHandle {
+                    offset: i as u64 * 10,
+                    size: 10,
+                },
+            })
+            .collect();
+        Index::new(entries)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn find_agrees_with_a_plain_binary_search(
+            prefix in proptest::collection::vec(0..3u8, 0..12),
+            keys in proptest::collection::btree_set(
+                (proptest::collection::vec(0..3u8, 0..14), 0..4u64), 0..40),
+            targets in proptest::collection::vec(
+                (proptest::collection::vec(0..3u8, 0..20), 0..5u64), 1..20),
+        ) {
+            let keys = keys
+                .into_iter()
+                .map(|(k, s)| ([&prefix[..], &k].concat(), s))
+                .collect();
+            let index = index_of(&keys);
+            for (target, seq) in targets {
+                for target in [target.clone(), [&prefix[..], &target].concat()] {
+                    let key = ikey(&target, seq);
+                    let expected = index
+                        .entries
+                        .partition_point(|e| cmp_internal(&e.last_key, &key) == Ordering::Less);
+                    proptest::prop_assert_eq!(index.find(&key), expected, "{:?}", target);
+                }
+            }
+            // Malformed (too short) search keys still get an answer.
+            let _ = index.find(b"ab");
+        }
     }
 
     #[test]

@@ -2,36 +2,79 @@
 //! within user-key bounds, loading data blocks lazily from either end.
 
 use std::collections::VecDeque;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::sync::Arc;
 
+use super::block::Block;
 use super::table::Table;
 use crate::error::{Error, Result};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, ValueKind, encode_internal_key};
 
+/// Lower and upper bound on user keys, shared by the iterators of a scan.
+pub(crate) type SharedBounds = Arc<(Bound<Vec<u8>>, Bound<Vec<u8>>)>;
+
 /// Iterator over a table's entries, in internal-key order from the front
 /// and reverse from the back; the ends may be interleaved and never yield
 /// an entry twice (the source contract of `crate::iter`). It owns an `Arc`
-/// of the table and decodes one block per end at a time. After an `Err` it
+/// of the table and holds one block per end at a time. After an `Err` it
 /// ends.
+///
+/// The front decodes its block one entry at a time, starting with a seek
+/// to the lower bound, so a seek that reads one entry decodes a few; the
+/// back, which cannot walk prefix-compressed entries backwards, decodes its
+/// whole block.
 #[derive(Debug)]
 pub(crate) struct TableIter {
     table: Arc<Table>,
-    lower: Bound<Vec<u8>>,
-    upper: Bound<Vec<u8>>,
+    bounds: SharedBounds,
     /// Blocks `next_front..next_back` have been loaded by neither end.
     next_front: usize,
     next_back: usize,
-    /// Entries of the front end's block not yet yielded (by either end).
+    /// The front's block before the front first loads one: it seeks there.
+    first_front: usize,
+    /// The front end's block, decoded as the front advances.
+    cursor: Option<Cursor>,
+    /// Entries of the front end's block not yet yielded, once the back has
+    /// reached that block (`cursor` is then `None`).
     front: VecDeque<Entry>,
     /// Entries of the back end's block not yet yielded.
     back: VecDeque<Entry>,
     failed: bool,
 }
 
+/// A position inside a data block.
+#[derive(Debug)]
+struct Cursor {
+    block: Arc<Block>,
+    /// The block's index in the table (errors name its offset).
+    at: usize,
+    /// Offset of the entry after the one whose key is in `key`.
+    next: usize,
+    /// The key of the entry decoded last (prefix compression needs it).
+    key: Vec<u8>,
+    /// The value range of the entry in `key` if it has not been consumed.
+    ready: Option<Range<usize>>,
+}
+
+impl Cursor {
+    /// The next entry: its key is left in `self.key`.
+    fn advance(&mut self) -> std::result::Result<Option<Range<usize>>, crate::error::Corrupt> {
+        if let Some(value) = self.ready.take() {
+            return Ok(Some(value));
+        }
+        Ok(self
+            .block
+            .entry_at(self.next, &mut self.key)?
+            .map(|(next, value)| {
+                self.next = next;
+                value
+            }))
+    }
+}
+
 impl TableIter {
     /// Entries of `table` whose user keys lie within the bounds.
-    pub(crate) fn new(table: Arc<Table>, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> Self {
+    pub(crate) fn new(table: Arc<Table>, bounds: SharedBounds) -> Self {
         let index = table.index();
         let blocks = index.entries.len();
         let search = |user_key: &[u8], seq, kind| {
@@ -41,11 +84,11 @@ impl TableIter {
         };
         // The first block that can hold a version of the lower key, and the
         // block holding the last possible version of the upper key.
-        let next_front = match &lower {
+        let next_front = match &bounds.0 {
             Bound::Included(key) | Bound::Excluded(key) => search(key, MAX_SEQNO, ValueKind::MAX),
             Bound::Unbounded => 0,
         };
-        let next_back = match &upper {
+        let next_back = match &bounds.1 {
             Bound::Included(key) | Bound::Excluded(key) => {
                 (search(key, 0, ValueKind::Delete) + 1).min(blocks)
             }
@@ -53,10 +96,11 @@ impl TableIter {
         };
         Self {
             table,
-            lower,
-            upper,
+            bounds,
             next_front,
             next_back: next_back.max(next_front),
+            first_front: next_front,
+            cursor: None,
             front: VecDeque::new(),
             back: VecDeque::new(),
             failed: false,
@@ -65,12 +109,12 @@ impl TableIter {
 
     /// Whether `user_key` lies within the bounds.
     fn within(&self, user_key: &[u8]) -> bool {
-        let above_lower = match &self.lower {
+        let above_lower = match &self.bounds.0 {
             Bound::Included(k) => user_key >= k.as_slice(),
             Bound::Excluded(k) => user_key > k.as_slice(),
             Bound::Unbounded => true,
         };
-        let below_upper = match &self.upper {
+        let below_upper = match &self.bounds.1 {
             Bound::Included(k) => user_key <= k.as_slice(),
             Bound::Excluded(k) => user_key < k.as_slice(),
             Bound::Unbounded => true,
@@ -99,9 +143,92 @@ impl TableIter {
         Ok(out)
     }
 
+    /// Opens data block `at` for the front; the first one is entered at
+    /// the lower bound.
+    fn open_front(&self, at: usize) -> Result<Cursor> {
+        let block = self.table.data_block(at)?;
+        let mut cursor = Cursor {
+            block,
+            at,
+            next: 0,
+            key: Vec::new(),
+            ready: None,
+        };
+        if at == self.first_front
+            && let Bound::Included(lower) | Bound::Excluded(lower) = &self.bounds.0
+        {
+            let mut target = Vec::with_capacity(lower.len() + 8);
+            encode_internal_key(&mut target, lower, MAX_SEQNO, ValueKind::MAX);
+            let found = cursor
+                .block
+                .seek(&target, &mut cursor.key)
+                .map_err(|c| c.in_file(self.table.path(), self.table.block_offset(at)))?;
+            match found {
+                // A value is the last part of its entry: the next one
+                // starts where it ends.
+                Some(value) => {
+                    cursor.next = value.end;
+                    cursor.ready = Some(value);
+                }
+                None => cursor.next = usize::MAX,
+            }
+        }
+        Ok(cursor)
+    }
+
+    /// The next in-bounds entry of the front's block, `None` at its end.
+    fn cursor_next(&self, cursor: &mut Cursor) -> Result<Option<Entry>> {
+        let at = cursor.at;
+        let offset = || self.table.block_offset(at);
+        while let Some(value) = cursor
+            .advance()
+            .map_err(|c| c.in_file(self.table.path(), offset()))?
+        {
+            let parsed = ParsedKey::parse(&cursor.key).ok_or_else(|| {
+                Error::corruption(
+                    self.table.path(),
+                    offset(),
+                    "stored key is not an internal key",
+                )
+            })?;
+            if self.within(parsed.user_key) {
+                return Ok(Some(Entry {
+                    key: InternalKey::new(parsed.user_key, parsed.seq, parsed.kind),
+                    value: cursor.block.value(value).to_vec(),
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next entry from the front's open block, if any.
+    fn next_from_cursor(&mut self) -> Option<Result<Entry>> {
+        let mut cursor = self.cursor.take()?;
+        match self.cursor_next(&mut cursor) {
+            Ok(Some(entry)) => {
+                self.cursor = Some(cursor);
+                Some(Ok(entry))
+            }
+            Ok(None) => None,
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Decodes the rest of the front's block into `front`, for the back
+    /// end to take from.
+    fn settle_front(&mut self) -> Result<()> {
+        if let Some(mut cursor) = self.cursor.take() {
+            while let Some(entry) = self.cursor_next(&mut cursor)? {
+                self.front.push_back(entry);
+            }
+        }
+        Ok(())
+    }
+
     /// Records an error: it is yielded once, then the iterator ends.
     fn fail(&mut self, error: Error) -> Option<Result<Entry>> {
         self.failed = true;
+        self.cursor = None;
         self.front.clear();
         self.back.clear();
         Some(Err(error))
@@ -113,6 +240,9 @@ impl Iterator for TableIter {
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.failed {
+            if let Some(item) = self.next_from_cursor() {
+                return Some(item);
+            }
             if let Some(entry) = self.front.pop_front() {
                 return Some(Ok(entry));
             }
@@ -120,9 +250,9 @@ impl Iterator for TableIter {
                 // Every block is loaded: what is left is the back's block.
                 return self.back.pop_front().map(Ok);
             }
-            match self.load(self.next_front) {
-                Ok(entries) => {
-                    self.front = entries;
+            match self.open_front(self.next_front) {
+                Ok(cursor) => {
+                    self.cursor = Some(cursor);
                     self.next_front += 1;
                 }
                 Err(e) => return self.fail(e),
@@ -139,6 +269,9 @@ impl DoubleEndedIterator for TableIter {
                 return Some(Ok(entry));
             }
             if self.next_front >= self.next_back {
+                if let Err(e) = self.settle_front() {
+                    return self.fail(e);
+                }
                 return self.front.pop_back().map(Ok);
             }
             match self.load(self.next_back - 1) {

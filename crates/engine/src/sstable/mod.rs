@@ -40,7 +40,7 @@ mod tests;
 pub(crate) use builder::TableBuilder;
 pub(crate) use cache::BlockCache;
 pub use inspect::{TableFile, TableSummary};
-pub(crate) use iter::TableIter;
+pub(crate) use iter::{SharedBounds, TableIter};
 #[allow(
     unused_imports,
     reason = "the stub named it here; the db layer reaches it through `Table::properties`"

@@ -11,7 +11,7 @@ use super::cache::BlockCache;
 use super::filter_block::{FilterLayout, KeyFilter};
 use super::footer::{FOOTER_LEN, Footer};
 use super::index::Index;
-use super::iter::TableIter;
+use super::iter::{SharedBounds, TableIter};
 use super::properties::Properties;
 use super::trailer::read_block;
 use crate::error::{Error, Result};
@@ -19,7 +19,7 @@ use crate::fs::{FileSystem, ReadableFile};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
 
 /// Search keys up to this long are built on the stack, so that a lookup
-/// allocates nothing but the entry it returns.
+/// allocates nothing but the value it returns.
 const STACK_KEY: usize = 256;
 
 /// An open table: index and filter pinned in memory, data blocks read through the cache.
@@ -128,14 +128,49 @@ impl Table {
         self.filter.may_contain(user_key, hash)
     }
 
+    /// [`Table::may_contain`] for a key the caller already knows to lie
+    /// within the table's key range (a run's `table_for` found it there):
+    /// only the filter is asked.
+    pub(crate) fn may_contain_in_range(&self, user_key: &[u8], hash: KeyHash) -> bool {
+        self.properties.entries != 0 && self.filter.may_contain(user_key, hash)
+    }
+
     /// Newest version of `user_key` at or below `seq` (tombstones
     /// included); adds data blocks read to `blocks_read`.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the read path uses `lookup`"))]
     pub(crate) fn get(
         &self,
         user_key: &[u8],
         seq: SeqNo,
         blocks_read: &mut u64,
     ) -> Result<Option<Entry>> {
+        let mut key = Vec::new();
+        Ok(self
+            .lookup(user_key, seq, blocks_read, &mut key)?
+            .map(|(kind, value)| {
+                let seq = ParsedKey::parse(&key).map_or(0, |p| p.seq);
+                key.truncate(user_key.len());
+                Entry {
+                    key: InternalKey {
+                        user_key: key,
+                        seq,
+                        kind,
+                    },
+                    value,
+                }
+            }))
+    }
+
+    /// [`Table::get`] without building the entry: the kind and value of
+    /// the version found. `key` is scratch space (its encoded internal key
+    /// is left there), reused across the tables of one lookup.
+    pub(crate) fn lookup(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        blocks_read: &mut u64,
+        key: &mut Vec<u8>,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let len = user_key.len() + TRAILER_LEN;
         let trailer = (seq.min(MAX_SEQNO) << 8 | ValueKind::MAX as u64).to_le_bytes();
         let mut stack = [0u8; STACK_KEY];
@@ -158,12 +193,11 @@ impl Table {
         }
         let block = self.data_block(at)?;
         *blocks_read += 1;
-        let mut key = Vec::with_capacity(len);
         let found = block
-            .seek(search, &mut key)
+            .seek(search, key)
             .map_err(|c| c.in_file(&self.path, self.block_offset(at)))?;
         let Some(value) = found else { return Ok(None) };
-        let Some(parsed) = ParsedKey::parse(&key) else {
+        let Some(parsed) = ParsedKey::parse(key) else {
             return Err(Error::corruption(
                 &self.path,
                 self.block_offset(at),
@@ -173,16 +207,7 @@ impl Table {
         if parsed.user_key != user_key {
             return Ok(None);
         }
-        let (seq, kind) = (parsed.seq, parsed.kind);
-        key.truncate(user_key.len());
-        Ok(Some(Entry {
-            key: InternalKey {
-                user_key: key,
-                seq,
-                kind,
-            },
-            value: block.value(value).to_vec(),
-        }))
+        Ok(Some((parsed.kind, block.value(value).to_vec())))
     }
 
     /// Entries with user keys within the bounds, double-ended, owning an `Arc` of the table.
@@ -191,7 +216,12 @@ impl Table {
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
     ) -> TableIter {
-        TableIter::new(Arc::clone(self), lower, upper)
+        TableIter::new(Arc::clone(self), Arc::new((lower, upper)))
+    }
+
+    /// [`Table::iter`] with bounds shared by the other iterators of a scan.
+    pub(crate) fn iter_shared(self: &Arc<Self>, bounds: &SharedBounds) -> TableIter {
+        TableIter::new(Arc::clone(self), Arc::clone(bounds))
     }
 
     /// The file.
