@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 
-use super::{Inner, lock};
+use super::{Inner, State, lock};
 
 /// Which background job a thread runs.
 #[derive(Clone, Copy, Debug)]
@@ -81,6 +81,23 @@ fn run(inner: &Inner, job: Job) {
 }
 
 impl Inner {
+    /// Blocks until `done` holds, re-checking whenever `current` or `state`
+    /// changes; fails as soon as background work has failed (what is waited
+    /// for may then never happen).
+    pub(crate) fn wait_until(&self, done: impl Fn(&Self, &State) -> bool) -> Result<()> {
+        let mut state = lock(&self.state);
+        loop {
+            Self::check_background_error(&state)?;
+            if done(self, &state) {
+                return Ok(());
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
     /// Blocks until nothing is frozen and the planner finds nothing to do.
     pub(crate) fn wait_until_idle(&self) -> Result<()> {
         if !self.options.background_threads {
@@ -89,16 +106,9 @@ impl Inner {
             return Ok(());
         }
         loop {
-            let mut state = lock(&self.state);
-            Self::check_background_error(&state)?;
-            while !self.current().immutables.is_empty() || state.compacting {
-                state = self
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
-                Self::check_background_error(&state)?;
-            }
-            drop(state);
+            self.wait_until(|inner, state| {
+                inner.current().immutables.is_empty() && !state.compacting
+            })?;
             // Idle threads may still have work the planner would pick (they
             // start on the next change): run it here to be sure.
             if !self.compact_once()? {

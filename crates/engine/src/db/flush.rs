@@ -117,15 +117,7 @@ impl Inner {
             }
         }
         if self.options.background_threads {
-            let mut state = lock(&self.state);
-            while !self.current().immutables.is_empty() {
-                Self::check_background_error(&state)?;
-                state = self
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-            Ok(())
+            self.wait_until(|inner, _| inner.current().immutables.is_empty())
         } else {
             while self.flush_oldest()? {}
             Ok(())

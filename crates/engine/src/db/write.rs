@@ -204,21 +204,8 @@ impl Inner {
         if !self.options.background_threads {
             return self.flush_oldest().map(drop);
         }
-        let stall = Instant::now();
         let count = self.current().immutables.len();
-        let mut state = lock(&self.state);
-        while self.current().immutables.len() >= count {
-            Self::check_background_error(&state)?;
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        add(
-            &self.counters.write_stall_micros,
-            stall.elapsed().as_micros() as u64,
-        );
-        Ok(())
+        self.stall_until(|inner| inner.current().immutables.len() < count)
     }
 
     /// Waits until level 0 holds fewer than `l0_runs` runs (or compacts on
@@ -227,19 +214,17 @@ impl Inner {
         if !self.options.background_threads {
             return self.compact_once().map(drop);
         }
+        self.stall_until(|inner| inner.current().version.l0_runs() < l0_runs)
+    }
+
+    /// A writer waits for background work: the time counts as a stall.
+    fn stall_until(&self, done: impl Fn(&Self) -> bool) -> Result<()> {
         let stall = Instant::now();
-        let mut state = lock(&self.state);
-        while self.current().version.l0_runs() >= l0_runs {
-            Self::check_background_error(&state)?;
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
+        let waited = self.wait_until(|inner, _| done(inner));
         add(
             &self.counters.write_stall_micros,
             stall.elapsed().as_micros() as u64,
         );
-        Ok(())
+        waited
     }
 }
