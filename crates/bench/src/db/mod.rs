@@ -119,12 +119,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crate::filters::report::load_average()
     );
     let present = keys::generate(args.seed, 0, n);
-    let missing = keys::generate(args.seed, n as u64, n.min(1_000_000));
     let mut sorted = present.clone();
     sorted.sort_unstable();
     let keys = Keys {
-        present: &present,
-        missing: &missing,
+        seed: args.seed,
+        present: args.num,
+        missing: args.num,
     };
 
     let mut samples: BTreeMap<(String, Workload, Shape), Vec<Sample>> = BTreeMap::new();
@@ -134,7 +134,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         order.rotate_left(shift);
         for name in &order {
             eprintln!("rep {}/{}: {name}", rep + 1, args.reps);
-            for (workload, shape, sample) in run_engine(name, args, &settings, &keys, &sorted)? {
+            for (workload, shape, sample) in
+                run_engine(name, args, &settings, &keys, &present, &sorted)?
+            {
                 samples
                     .entry((name.clone(), workload, shape))
                     .or_default()
@@ -165,14 +167,15 @@ fn run_engine(
     name: &str,
     args: &Args,
     settings: &Settings,
-    keys: &Keys<'_>,
+    keys: &Keys,
+    present: &[keys::Key],
     sorted: &[keys::Key],
 ) -> anyhow::Result<Vec<(Workload, Shape, Sample)>> {
     let mut out = Vec::new();
     let dir = scratch(args)?;
     {
         let engine = open(name, dir.path(), settings)?;
-        let fill = workload::run_fill(engine.as_ref(), keys.present)?;
+        let fill = workload::run_fill(engine.as_ref(), present)?;
         out.push((
             Workload::FillRandom,
             Shape::Load,

@@ -7,7 +7,7 @@ use anyhow::ensure;
 use sift_filter::mix64;
 
 use super::engine::{Engine, FilterCounters};
-use crate::filters::keys::Key;
+use crate::filters::keys::{self, Key};
 
 /// Bytes of every value, as db_bench's default.
 pub const VALUE_LEN: usize = 100;
@@ -78,16 +78,33 @@ pub fn value(i: u64, version: u64) -> [u8; VALUE_LEN] {
 }
 
 /// The `i`-th index of a pseudo-random sequence over `0..n` (fixed seed).
-fn pick(i: u64, n: usize, seed: u64) -> usize {
-    ((u128::from(mix64(seed ^ i)) * n as u128) >> 64) as usize
+fn pick(i: u64, n: u64, seed: u64) -> u64 {
+    ((u128::from(mix64(seed ^ i)) * u128::from(n)) >> 64) as u64
 }
 
-/// The inputs of the read workloads.
-pub struct Keys<'a> {
-    /// Keys present in the store.
-    pub present: &'a [Key],
-    /// Keys never written.
-    pub missing: &'a [Key],
+/// The keys of the workloads: `present` keys were loaded, the next
+/// `missing` keys of the same stream never were. Keys are computed from
+/// their index, as db_bench does, so picking one costs no memory access.
+#[derive(Clone, Copy, Debug)]
+pub struct Keys {
+    /// Seed of the key stream.
+    pub seed: u64,
+    /// Keys `0..present` are in the store.
+    pub present: u64,
+    /// Keys `present..present + missing` are not.
+    pub missing: u64,
+}
+
+impl Keys {
+    /// Present key number `i` (`i < present`).
+    pub fn present(&self, i: u64) -> Key {
+        keys::key(self.seed, i)
+    }
+
+    /// Missing key number `i` (`i < missing`).
+    pub fn missing(&self, i: u64) -> Key {
+        keys::key(self.seed, self.present + i)
+    }
 }
 
 /// Runs `workload` (a read) for `ops` operations and checks every answer:
@@ -95,16 +112,16 @@ pub struct Keys<'a> {
 pub fn run_read(
     engine: &dyn Engine,
     workload: Workload,
-    keys: &Keys<'_>,
+    keys: &Keys,
     ops: u64,
 ) -> anyhow::Result<Run> {
     timed(engine, ops, || match workload {
-        Workload::ReadRandom => read_present(engine, keys.present, ops, 1),
+        Workload::ReadRandom => read_present(engine, keys, ops, 1),
         Workload::ReadMissing => {
             for i in 0..ops {
-                let key = &keys.missing[pick(i, keys.missing.len(), 2)];
+                let key = keys.missing(pick(i, keys.missing, 2));
                 ensure!(
-                    engine.get(key)?.is_none(),
+                    engine.get(&key)?.is_none(),
                     "{}: a missing key was found",
                     engine.name()
                 );
@@ -113,9 +130,9 @@ pub fn run_read(
         }
         Workload::SeekRandom => {
             for i in 0..ops {
-                let key = &keys.present[pick(i, keys.present.len(), 3)];
+                let key = keys.present(pick(i, keys.present, 3));
                 ensure!(
-                    engine.seek(key)? == Some(VALUE_LEN),
+                    engine.seek(&key)? == Some(VALUE_LEN),
                     "{}: seek to a present key found nothing",
                     engine.name()
                 );
@@ -125,8 +142,8 @@ pub fn run_read(
         Workload::ReadWhileWriting => {
             let done = AtomicBool::new(false);
             std::thread::scope(|scope| {
-                let writer = scope.spawn(|| overwrite_until(engine, keys.present, &done));
-                let read = read_present(engine, keys.present, ops, 4);
+                let writer = scope.spawn(|| overwrite_until(engine, keys, &done));
+                let read = read_present(engine, keys, ops, 4);
                 done.store(true, Ordering::Relaxed);
                 let written = writer
                     .join()
@@ -150,11 +167,11 @@ pub fn run_fill(engine: &dyn Engine, keys: &[Key]) -> anyhow::Result<Run> {
     })
 }
 
-fn read_present(engine: &dyn Engine, present: &[Key], ops: u64, seed: u64) -> anyhow::Result<()> {
+fn read_present(engine: &dyn Engine, keys: &Keys, ops: u64, seed: u64) -> anyhow::Result<()> {
     for i in 0..ops {
-        let key = &present[pick(i, present.len(), seed)];
+        let key = keys.present(pick(i, keys.present, seed));
         ensure!(
-            engine.get(key)? == Some(VALUE_LEN),
+            engine.get(&key)? == Some(VALUE_LEN),
             "{}: a present key was not found",
             engine.name()
         );
@@ -162,11 +179,11 @@ fn read_present(engine: &dyn Engine, present: &[Key], ops: u64, seed: u64) -> an
     Ok(())
 }
 
-fn overwrite_until(engine: &dyn Engine, present: &[Key], done: &AtomicBool) -> anyhow::Result<()> {
+fn overwrite_until(engine: &dyn Engine, keys: &Keys, done: &AtomicBool) -> anyhow::Result<()> {
     let mut i = 0u64;
     while !done.load(Ordering::Relaxed) {
-        let at = pick(i, present.len(), 5);
-        engine.put(&present[at], &value(at as u64, 1 + i))?;
+        let at = pick(i, keys.present, 5);
+        engine.put(&keys.present(at), &value(at, 1 + i))?;
         i += 1;
     }
     Ok(())
