@@ -34,6 +34,7 @@ mod db;
 mod encoding;
 mod error;
 pub mod fs;
+mod index;
 mod iter;
 mod key;
 mod log;
@@ -46,8 +47,10 @@ mod version;
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
 pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use index::{ExtractFn, Extractor, IndexDef, IndexInfo};
 pub use key::SeqNo;
 pub use options::{
     BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions,
 };
-pub use sstable::{TableFile, TableSummary};
+pub use sift_filter::BloomShape;
+pub use sstable::{TableFile, TableSummary, ValueFilterSummary};

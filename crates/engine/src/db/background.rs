@@ -21,7 +21,9 @@ impl Job {
     fn step(self, inner: &Inner) -> Result<bool> {
         match self {
             Self::Flush => inner.flush_oldest(),
-            Self::Compact => inner.compact_once(),
+            // Backfill only when the planner has nothing to do: compaction
+            // rewrites tables anyway, leaves included.
+            Self::Compact => Ok(inner.compact_once()? || inner.backfill_once()?),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
+use crate::index::IndexDef;
 use crate::options::{CompactionStyle, Compression, FilterPolicy};
 
 use super::Db;
@@ -27,6 +28,8 @@ pub(crate) struct Options {
     pub l0_stop_runs: usize,
     pub sync_writes: bool,
     pub background_threads: bool,
+    /// Value indexes declared for this open.
+    pub value_indexes: Vec<IndexDef>,
 }
 
 /// Configures and opens a [`Db`]. Every setting has a default chosen for a
@@ -56,6 +59,7 @@ impl DbBuilder {
                 l0_stop_runs: 12,
                 sync_writes: false,
                 background_threads: true,
+                value_indexes: Vec::new(),
             },
         }
     }
@@ -149,10 +153,24 @@ impl DbBuilder {
         self
     }
 
+    /// Declares a value index. A new database, or one without an index of
+    /// that name, gets it at open (tables already stored get their leaves
+    /// from the background backfill). An index the database already has
+    /// must be declared with the same extractor (and leaf shape, if one is
+    /// given). An index with a [`Custom`](crate::Extractor::Custom)
+    /// extractor must be declared at every open: its function cannot be
+    /// stored.
+    pub fn value_index(mut self, def: IndexDef) -> Self {
+        self.options.value_indexes.push(def);
+        self
+    }
+
     /// Opens the database, creating it if the directory holds none.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for settings out of range,
+    /// [`Error::InvalidArgument`] for settings out of range, an invalid or
+    /// duplicate index declaration, a declared index whose definition
+    /// differs from the stored one, or a stored custom index not declared;
     /// [`Error::Locked`] if another handle has it open, [`Error::Io`] and
     /// [`Error::Corruption`] for what recovery finds.
     pub fn open(self) -> Result<Db> {
@@ -225,6 +243,16 @@ impl DbBuilder {
         check(
             policy.partition_keys >= 1,
             "partition_keys must be at least 1",
-        )
+        )?;
+        for (at, def) in o.value_indexes.iter().enumerate() {
+            def.validate()?;
+            if o.value_indexes[..at].iter().any(|d| d.name() == def.name()) {
+                return Err(Error::InvalidArgument(format!(
+                    "index {:?} is declared twice",
+                    def.name()
+                )));
+            }
+        }
+        Ok(())
     }
 }

@@ -163,6 +163,7 @@ impl Inner {
         let mut last_user_key: Option<Vec<u8>> = None;
         let mut hash = KeyHash::of(b"");
         let filter = self.filter_choice(level, projected);
+        let value_indexes: Arc<[_]> = Arc::from(self.indexes.load().as_slice());
         let mut first_id = first_id;
         for (count, entry) in entries.enumerate() {
             let entry = entry?;
@@ -195,6 +196,7 @@ impl Inner {
                     compression: self.options.compression,
                     filter,
                     partition_keys: self.options.filter_policy.partition_keys,
+                    value_indexes: Arc::clone(&value_indexes),
                 };
                 builder = Some((id, TableBuilder::new(file, path, options)));
             }
@@ -319,6 +321,9 @@ impl Inner {
             snapshot.log_number = Some(edit.log_number.unwrap_or(state.log_number));
             snapshot.last_seq = Some(edit.last_seq.unwrap_or(0).max(self.visible_seq()));
             snapshot.compaction_style = Some(super::open::style_tag(&self.options.compaction));
+            let mut indexes = self.indexes.load().as_ref().clone();
+            edit.apply_indexes(&mut indexes);
+            snapshot.added_indexes = indexes;
             let old = std::mem::replace(
                 &mut state.manifest,
                 Manifest::create(

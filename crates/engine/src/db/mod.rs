@@ -4,6 +4,7 @@ mod background;
 mod builder;
 mod compact;
 mod flush;
+mod indexes;
 mod open;
 mod read;
 mod snapshot;
@@ -28,6 +29,7 @@ pub use stats::{LevelStats, Stats};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::LockGuard;
+use crate::index::IndexRecord;
 use crate::key::SeqNo;
 use crate::log::LogWriter;
 use crate::manifest::Manifest;
@@ -122,6 +124,8 @@ pub(crate) struct Inner {
     /// Set with `State::background_error`; lets writers check it without
     /// taking the state lock.
     pub failed: AtomicBool,
+    /// The live value indexes; replaced under `state`.
+    pub indexes: ArcSwap<Vec<IndexRecord>>,
     _lock: Box<dyn LockGuard>,
 }
 

@@ -14,6 +14,7 @@ use arc_swap::ArcSwap;
 use crate::batch::{WriteBatch, decode_record};
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
+use crate::index::IndexRecord;
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter, RECORD_HEADER_LEN, Tail, read_log};
 use crate::manifest::{
@@ -44,6 +45,8 @@ struct Recovered {
     next_file_number: u64,
     log_number: u64,
     last_seq: SeqNo,
+    /// The live value indexes.
+    indexes: Vec<IndexRecord>,
 }
 
 impl Db {
@@ -58,6 +61,12 @@ impl Db {
             .ok_or_else(|| Error::Locked { path: dir.clone() })?;
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let mut recovered = recover_version(&options, &cache)?;
+        recovered.indexes = super::indexes::resolve(
+            &options,
+            &recovered.version,
+            std::mem::take(&mut recovered.indexes),
+            &mut recovered.next_file_number,
+        )?;
 
         // Replay the WALs the manifest does not cover into one memtable.
         let names = fs.list(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -150,13 +159,16 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
             next_file_number: 1,
             log_number: 0,
             last_seq: 0,
+            indexes: Vec::new(),
         });
     };
     let edits = read_manifest(fs, dir, &manifest_name)?;
     let manifest_path = dir.join(&manifest_name);
     let mut live: BTreeSet<u64> = BTreeSet::new();
     let (mut next_file_number, mut log_number, mut last_seq) = (1, 0, 0);
+    let mut indexes = Vec::new();
     for edit in &edits {
+        edit.apply_indexes(&mut indexes);
         for (_, id) in &edit.removed {
             live.remove(id);
         }
@@ -222,6 +234,7 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
         next_file_number,
         log_number,
         last_seq,
+        indexes,
     })
 }
 
@@ -244,6 +257,7 @@ impl Inner {
         snapshot.log_number = Some(recovered.log_number);
         snapshot.last_seq = Some(recovered.last_seq);
         snapshot.compaction_style = Some(style_tag(&options.compaction));
+        snapshot.added_indexes.clone_from(&recovered.indexes);
         let manifest = Manifest::create(fs.as_ref(), &options.path, manifest_number, &snapshot)?;
         let inner = Arc::new(Self {
             cache,
@@ -274,6 +288,7 @@ impl Inner {
             compaction_lock: Mutex::new(()),
             flush_lock: Mutex::new(()),
             failed: AtomicBool::new(false),
+            indexes: ArcSwap::from_pointee(recovered.indexes),
             options,
             _lock: guard,
         });

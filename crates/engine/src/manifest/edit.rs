@@ -12,13 +12,18 @@
 //! | 4 | `compaction_style` | varint, at most 255 |
 //! | 5 | one removed table | varint level, varint id |
 //! | 6 | one added table | see [`encode_table`] |
+//! | 7 | one added value index | see [`IndexRecord::encode`] |
+//! | 8 | one dropped value index | varint index id |
 //!
-//! Tags 1–4 appear at most once; 5 and 6 once per table, in list order.
+//! Tags 1–4 appear at most once; 5 and 6 once per table, 7 and 8 once per
+//! index, in list order. Manifests written before indexes existed have no
+//! 7 or 8 and read as before.
 
 use super::{TableMeta, VersionEdit};
 use crate::batch::MAX_KEY_LEN;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
+use crate::index::IndexRecord;
 use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN};
 
 /// Tag of `next_file_number`.
@@ -33,6 +38,10 @@ const TAG_COMPACTION_STYLE: u64 = 4;
 const TAG_REMOVED: u64 = 5;
 /// Tag of one entry of `added`.
 const TAG_ADDED: u64 = 6;
+/// Tag of one entry of `added_indexes`.
+const TAG_ADDED_INDEX: u64 = 7;
+/// Tag of one entry of `dropped_indexes`.
+const TAG_DROPPED_INDEX: u64 = 8;
 
 /// Deepest level a manifest may name. The version keeps a vector indexed
 /// by level, so the bound keeps a damaged level number from allocating;
@@ -59,7 +68,8 @@ fn encode_table(out: &mut Vec<u8>, table: &TableMeta) {
 }
 
 /// The record payload of `edit`. Canonical: scalar fields first in tag
-/// order, then removed tables, then added tables.
+/// order, then removed tables, added tables, dropped indexes, added
+/// indexes.
 pub(crate) fn encode_edit(edit: &VersionEdit) -> Vec<u8> {
     let mut out = Vec::new();
     let scalars = [
@@ -82,6 +92,14 @@ pub(crate) fn encode_edit(edit: &VersionEdit) -> Vec<u8> {
     for table in &edit.added {
         put_varint(&mut out, TAG_ADDED);
         encode_table(&mut out, table);
+    }
+    for &id in &edit.dropped_indexes {
+        put_varint(&mut out, TAG_DROPPED_INDEX);
+        put_varint(&mut out, id);
+    }
+    for index in &edit.added_indexes {
+        put_varint(&mut out, TAG_ADDED_INDEX);
+        index.encode(&mut out);
     }
     out
 }
@@ -167,6 +185,13 @@ pub(crate) fn decode_edit(payload: &[u8]) -> Result<VersionEdit, Corrupt> {
             TAG_ADDED => {
                 edit.added.push(decode_table(&mut decoder)?);
             }
+            TAG_ADDED_INDEX => {
+                edit.added_indexes.push(IndexRecord::decode(&mut decoder)?);
+            }
+            TAG_DROPPED_INDEX => {
+                edit.dropped_indexes
+                    .push(decoder.varint("dropped index id")?);
+            }
             tag => return Err(Corrupt::new(at as u64, format!("unknown field tag {tag}"))),
         }
     }
@@ -202,6 +227,16 @@ mod tests {
             log_number: Some(8),
             last_seq: Some(6),
             compaction_style: Some(1),
+            dropped_indexes: vec![3],
+            added_indexes: vec![IndexRecord {
+                id: 5,
+                name: "v".into(),
+                extractor: crate::index::Extractor::WholeValue,
+                shape: sift_filter::BloomShape {
+                    bits: 64,
+                    probes: 2,
+                },
+            }],
         };
         #[rustfmt::skip]
         let expected: &[u8] = &[
@@ -214,6 +249,8 @@ mod tests {
             9, b'a', 1, 5, 0, 0, 0, 0, 0, 0, // smallest key (9 bytes)
             1, b'b',            // largest key
             5, 6,               // sequence numbers 5..=6
+            8, 3,               // dropped index 3
+            7, 5, 1, b'v', 0, 64, 2, // added index 5 "v", whole value, 64 bits, 2 probes
         ];
         assert_eq!(encode_edit(&edit), expected);
         assert_eq!(decode_edit(expected), Ok(edit));
@@ -223,9 +260,9 @@ mod tests {
 
     #[test]
     fn damage_is_reported_with_its_offset() {
-        let err = decode_edit(&[1, 5, 7, 0]).unwrap_err();
+        let err = decode_edit(&[1, 5, 9, 0]).unwrap_err();
         assert_eq!(err.offset, 2);
-        assert!(err.detail.contains("unknown field tag 7"));
+        assert!(err.detail.contains("unknown field tag 9"));
         let err = decode_edit(&[2, 5, 2, 6]).unwrap_err();
         assert_eq!(err.offset, 2);
         assert!(err.detail.contains("twice"));
@@ -275,6 +312,34 @@ mod tests {
             )
     }
 
+    fn any_index() -> impl Strategy<Value = IndexRecord> {
+        use crate::index::Extractor;
+        (
+            any::<u64>(),
+            "[a-z]{1,8}",
+            0..4u8,
+            "/[a-z]{0,5}",
+            (any::<u32>(), any::<u8>()),
+            (64..=1u64 << 36, 1..=64u32),
+        )
+            .prop_map(
+                |(id, name, kind, text, (column, separator), (bits, probes))| {
+                    let extractor = match kind {
+                        0 => Extractor::WholeValue,
+                        1 => Extractor::json_field(text),
+                        2 => Extractor::delimited(column as usize, separator),
+                        _ => Extractor::custom(text, |_, _| {}),
+                    };
+                    IndexRecord {
+                        id,
+                        name,
+                        extractor,
+                        shape: sift_filter::BloomShape { bits, probes },
+                    }
+                },
+            )
+    }
+
     fn any_edit() -> impl Strategy<Value = VersionEdit> {
         (
             proptest::collection::vec(any_table(), 0..5),
@@ -282,9 +347,19 @@ mod tests {
             (any::<Option<u64>>(), any::<Option<u64>>()),
             proptest::option::of(0..=MAX_SEQNO),
             any::<Option<u8>>(),
+            proptest::collection::vec(any::<u64>(), 0..3),
+            proptest::collection::vec(any_index(), 0..3),
         )
             .prop_map(
-                |(added, removed, (next_file_number, log_number), last_seq, compaction_style)| {
+                |(
+                    added,
+                    removed,
+                    (next_file_number, log_number),
+                    last_seq,
+                    compaction_style,
+                    dropped_indexes,
+                    added_indexes,
+                )| {
                     VersionEdit {
                         added,
                         removed,
@@ -292,6 +367,8 @@ mod tests {
                         log_number,
                         last_seq,
                         compaction_style,
+                        dropped_indexes,
+                        added_indexes,
                     }
                 },
             )

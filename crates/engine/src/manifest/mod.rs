@@ -18,6 +18,7 @@ pub(crate) use current::read_current;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::index::IndexRecord;
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter, read_log};
 
@@ -59,6 +60,22 @@ pub(crate) struct VersionEdit {
     pub last_seq: Option<SeqNo>,
     /// Compaction style tag fixed at creation.
     pub compaction_style: Option<u8>,
+    /// Value indexes dropped, by id (applied before `added_indexes`).
+    pub dropped_indexes: Vec<u64>,
+    /// Value indexes defined (a snapshot edit lists every live one).
+    pub added_indexes: Vec<IndexRecord>,
+}
+
+impl VersionEdit {
+    /// The live indexes once `self` applies to `indexes`: drops first,
+    /// then additions (an id added again replaces its record).
+    pub(crate) fn apply_indexes(&self, indexes: &mut Vec<IndexRecord>) {
+        indexes.retain(|i| !self.dropped_indexes.contains(&i.id));
+        for added in &self.added_indexes {
+            indexes.retain(|i| i.id != added.id);
+            indexes.push(added.clone());
+        }
+    }
 }
 
 /// The manifest file being appended to.

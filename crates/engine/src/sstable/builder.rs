@@ -9,13 +9,14 @@ use super::TableOptions;
 use super::block_builder::BlockBuilder;
 use super::filter_block::{FilterLayout, encode_partition_index};
 use super::filter_builder::{BuiltFilter, FilterOutput, KeyFilterBuilder};
-use super::footer::{FOOTER_LEN, Footer};
+use super::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
 use super::index::{Index, IndexEntry};
 use super::properties::{BuiltFilterKind, Properties};
 use super::trailer::{BlockHandle, seal_block};
+use super::value_filter::{ValueFilterBuilder, ValueFilterEntry};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{InternalKey, MAX_SEQNO, SeqNo, cmp_internal, user_key_of};
+use crate::key::{InternalKey, MAX_SEQNO, SeqNo, ValueKind, cmp_internal, user_key_of};
 use crate::options::Compression;
 
 /// Largest target block size honoured. A block closes after the entry that
@@ -41,6 +42,8 @@ pub(crate) struct TableBuilder {
     index: Vec<IndexEntry>,
     index_bytes: u64,
     filter: KeyFilterBuilder,
+    /// Leaves of the value indexes (empty: nothing is extracted).
+    values: ValueFilterBuilder,
     /// Encoded last key added; `key_buf` is the scratch for the next one.
     last_key: Vec<u8>,
     key_buf: Vec<u8>,
@@ -71,6 +74,7 @@ impl TableBuilder {
             path,
             block: BlockBuilder::new(options.restart_interval),
             filter: KeyFilterBuilder::new(options.filter, options.partition_keys),
+            values: ValueFilterBuilder::new(&options.value_indexes),
             options,
             offset: 0,
             index: Vec::new(),
@@ -115,6 +119,9 @@ impl TableBuilder {
         if new_user_key {
             self.filter.add(hash);
         }
+        if key.kind == ValueKind::Value && !self.values.is_empty() {
+            self.values.add(value);
+        }
         if self.entries == 0 {
             self.smallest.clone_from(&self.key_buf);
         }
@@ -136,6 +143,7 @@ impl TableBuilder {
             + self.block.estimated_size() as u64
             + self.index_bytes
             + self.filter.estimated_bytes(bits)
+            + self.values.estimated_bytes()
             + 2 * self.last_key.len() as u64
             + 64
             + FOOTER_LEN as u64
@@ -228,13 +236,30 @@ impl TableBuilder {
         })
     }
 
-    /// Writes filter, index, properties and footer; syncs the file.
+    /// Writes one block per value index leaf; returns the directory.
+    fn write_value_filters(&mut self) -> Result<Vec<ValueFilterEntry>> {
+        let values = std::mem::replace(&mut self.values, ValueFilterBuilder::new(&[]));
+        let mut directory = Vec::new();
+        for (index_id, encoded, distinct_values) in values.finish() {
+            let handle = self.write_block(&encoded, Compression::None)?;
+            directory.push(ValueFilterEntry {
+                index_id,
+                handle,
+                distinct_values,
+            });
+        }
+        Ok(directory)
+    }
+
+    /// Writes filter, value filters, index, properties and footer; syncs
+    /// the file.
     pub(crate) fn finish(mut self) -> Result<Properties> {
         self.flush_block()?;
         let stored_data_bytes = self.offset;
         let distinct_keys = self.filter.distinct_keys();
         let (filter_layout, filter, filter_kind, filter_bytes, filter_partitions) =
             self.write_filter()?;
+        let value_filters = self.write_value_filters()?;
         let index_raw = Index::encode(&self.index);
         let index = self.write_block(&index_raw, Compression::None)?;
         let mut props = Properties {
@@ -257,6 +282,7 @@ impl TableBuilder {
             compression: self.options.compression,
             raw_data_bytes: self.raw_data_bytes,
             stored_data_bytes,
+            value_filters,
         };
         let properties = self.write_block(&props.encode(), Compression::None)?;
         let footer = Footer {
@@ -264,6 +290,7 @@ impl TableBuilder {
             filter,
             properties,
             filter_layout,
+            version: FORMAT_VERSION,
         };
         self.file
             .append(&footer.encode())

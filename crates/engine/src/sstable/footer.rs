@@ -14,9 +14,13 @@ pub(crate) const FOOTER_LEN: usize = 64;
 /// filter envelope's `"SFLT"`.
 pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
 
-/// The table format this build writes and reads. A reader refuses other
-/// versions rather than guessing.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The table format this build writes: 2 adds the value filter directory
+/// to the properties. A reader accepts 1 and 2 and refuses others rather
+/// than guessing.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version still read (tables without value filters).
+const OLDEST_VERSION: u32 = 1;
 
 /// Where the checksum sits; it covers every byte before it.
 const CHECKSUM_AT: usize = 56;
@@ -32,6 +36,8 @@ pub(crate) struct Footer {
     pub properties: BlockHandle,
     /// How to read `filter`.
     pub filter_layout: FilterLayout,
+    /// Format version ([`FORMAT_VERSION`] when writing).
+    pub version: u32,
 }
 
 impl Footer {
@@ -44,7 +50,7 @@ impl Footer {
         }
         out.push(self.filter_layout as u8);
         out.extend_from_slice(&[0; 3]);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         let sum = checksum(&out);
         out.extend_from_slice(&sum.to_le_bytes());
         out.extend_from_slice(&MAGIC);
@@ -75,7 +81,7 @@ impl Footer {
         if d.bytes(4, "magic")? != MAGIC {
             return Err(Corrupt::new(60, "not a Sift table (bad magic)"));
         }
-        if version != FORMAT_VERSION {
+        if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Corrupt::new(
                 52,
                 format!("unsupported table format version {version}"),
@@ -95,6 +101,7 @@ impl Footer {
             filter,
             properties,
             filter_layout,
+            version,
         })
     }
 }
@@ -118,6 +125,7 @@ mod tests {
                 size: 0x40,
             },
             filter_layout: FilterLayout::Partitioned,
+            version: FORMAT_VERSION,
         }
     }
 
@@ -131,7 +139,7 @@ mod tests {
         assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
         assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
         assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
-        assert_eq!(&bytes[52..56], &[1, 0, 0, 0]);
+        assert_eq!(&bytes[52..56], &[2, 0, 0, 0]);
         assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
         assert_eq!(&bytes[60..64], b"SFTB");
         assert_eq!(Footer::decode(&bytes), Ok(sample()));
@@ -146,5 +154,17 @@ mod tests {
             assert!(Footer::decode(&bad).is_err(), "flip at {i}");
         }
         assert!(Footer::decode(&bytes[1..]).is_err());
+    }
+
+    #[test]
+    fn versions_1_and_2_are_read_others_refused() {
+        for version in [0, 1, 2, 3] {
+            let footer = Footer {
+                version,
+                ..sample()
+            };
+            let decoded = Footer::decode(&footer.encode());
+            assert_eq!(decoded.is_ok(), version == 1 || version == 2, "{version}");
+        }
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use sift_filter::KeyHash;
 
 use super::cache::BlockCache;
-use super::footer::FORMAT_VERSION;
 use super::table::Table;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
@@ -68,6 +67,20 @@ pub struct TableSummary {
     pub stored_data_bytes: u64,
     /// Table format version.
     pub format_version: u32,
+    /// The value index leaves, by index id ascending.
+    pub value_filters: Vec<ValueFilterSummary>,
+}
+
+/// One value index leaf of a table, as [`TableSummary`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ValueFilterSummary {
+    /// The index's id ([`IndexInfo::id`](crate::IndexInfo::id)).
+    pub index_id: u64,
+    /// Distinct values the leaf holds, estimated from its fill ratio.
+    pub distinct_values: u64,
+    /// Whether the leaf could be read (if not, searches scan the table).
+    pub readable: bool,
 }
 
 impl TableFile {
@@ -118,7 +131,17 @@ impl TableFile {
             compression: p.compression,
             raw_data_bytes: p.raw_data_bytes,
             stored_data_bytes: p.stored_data_bytes,
-            format_version: FORMAT_VERSION,
+            format_version: self.table.format_version(),
+            value_filters: p
+                .value_filters
+                .iter()
+                .zip(self.table.value_filters().ids())
+                .map(|(entry, (_, readable))| ValueFilterSummary {
+                    index_id: entry.index_id,
+                    distinct_values: entry.distinct_values,
+                    readable,
+                })
+                .collect(),
         }
     }
 
@@ -143,7 +166,9 @@ impl TableFile {
     /// ascend strictly across the table and each block ends at its index
     /// key, that the counts, key range and sequence range match the
     /// properties, that the filter could be read, and that it answers "may
-    /// contain" for every user key.
+    /// contain" for every user key, and that every value filter could be
+    /// read (a leaf cannot be checked against the values without its
+    /// extractor).
     ///
     /// # Errors
     /// The first problem found, as [`Error::Corruption`] (or
@@ -209,7 +234,11 @@ impl TableFile {
                 "properties disagree with the data blocks",
             ));
         }
-        match table.filter().problem(path) {
+        match table
+            .filter()
+            .problem(path)
+            .or_else(|| table.value_filters().problem(path))
+        {
             Some(problem) => Err(problem),
             None => Ok(()),
         }

@@ -8,8 +8,10 @@
 //! ```text
 //! data block 0 | ... | data block n-1      entries, prefix-compressed (block.rs)
 //! filter block, or filter partitions + partition index   (filter_block.rs)
+//! value filter blocks, one per index        (value_filter.rs)
 //! index block                              last key of each data block -> handle
-//! properties block                         counts, key range, filter facts
+//! properties block                         counts, key range, filter facts,
+//!                                          value filter directory
 //! footer (64 bytes)                        handles, format version, magic
 //! ```
 //!
@@ -33,13 +35,14 @@ mod iter;
 mod properties;
 mod table;
 mod trailer;
+mod value_filter;
 
 #[cfg(test)]
 mod tests;
 
 pub(crate) use builder::TableBuilder;
 pub(crate) use cache::BlockCache;
-pub use inspect::{TableFile, TableSummary};
+pub use inspect::{TableFile, TableSummary, ValueFilterSummary};
 pub(crate) use iter::{SharedBounds, TableIter};
 #[allow(
     unused_imports,
@@ -47,6 +50,11 @@ pub(crate) use iter::{SharedBounds, TableIter};
 )]
 pub(crate) use properties::Properties;
 pub(crate) use table::Table;
+pub(crate) use value_filter::ValueLeaf;
+
+use std::sync::Arc;
+
+use crate::index::IndexRecord;
 
 use crate::options::Compression;
 
@@ -93,4 +101,6 @@ pub(crate) struct TableOptions {
     pub filter: FilterChoice,
     /// Tables with more distinct keys than this get a partitioned filter.
     pub partition_keys: u64,
+    /// The value indexes whose leaves the table gets (none: no extraction).
+    pub value_indexes: Arc<[IndexRecord]>,
 }

@@ -1,6 +1,7 @@
 //! The properties block: what a table holds, written last before the index
 //! and footer, decoded at open.
 
+use super::value_filter::{ValueFilterEntry, decode_directory, encode_directory};
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, ParsedKey, SeqNo};
@@ -82,6 +83,8 @@ pub(crate) struct Properties {
     pub raw_data_bytes: u64,
     /// Data block bytes as stored, trailers included.
     pub stored_data_bytes: u64,
+    /// The value filter directory (format version 2; empty in version 1).
+    pub value_filters: Vec<ValueFilterEntry>,
 }
 
 impl Properties {
@@ -115,11 +118,13 @@ impl Properties {
         });
         put_varint(&mut out, self.raw_data_bytes);
         put_varint(&mut out, self.stored_data_bytes);
+        encode_directory(&self.value_filters, &mut out);
         out
     }
 
-    /// Decodes a properties block; `file_size` is left 0 for the caller.
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, Corrupt> {
+    /// Decodes a properties block of a table of format `version` (1 has no
+    /// value filter directory); `file_size` is left 0 for the caller.
+    pub(crate) fn decode(bytes: &[u8], version: u32) -> Result<Self, Corrupt> {
         let mut d = Decoder::new(bytes);
         let entries = d.varint("entries")?;
         let distinct_keys = d.varint("distinct keys")?;
@@ -149,6 +154,11 @@ impl Properties {
         };
         let raw_data_bytes = d.varint("raw data bytes")?;
         let stored_data_bytes = d.varint("stored data bytes")?;
+        let value_filters = if version >= 2 {
+            decode_directory(&mut d)?
+        } else {
+            Vec::new()
+        };
         if !d.is_empty() {
             return Err(d.error("bytes after the last property"));
         }
@@ -189,6 +199,7 @@ impl Properties {
             compression,
             raw_data_bytes,
             stored_data_bytes,
+            value_filters,
         })
     }
 }
@@ -218,6 +229,14 @@ mod tests {
             compression: Compression::Lz4,
             raw_data_bytes: 900,
             stored_data_bytes: 700,
+            value_filters: vec![ValueFilterEntry {
+                index_id: 4,
+                handle: super::super::trailer::BlockHandle {
+                    offset: 10,
+                    size: 20,
+                },
+                distinct_values: 3,
+            }],
         }
     }
 
@@ -225,25 +244,39 @@ mod tests {
     fn round_trip_and_every_truncation_fails() {
         let props = sample();
         let bytes = props.encode();
-        assert_eq!(Properties::decode(&bytes).unwrap(), props);
+        assert_eq!(Properties::decode(&bytes, 2).unwrap(), props);
         for cut in 0..bytes.len() {
-            assert!(Properties::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(
+                Properties::decode(&bytes[..cut], 2).is_err(),
+                "cut at {cut}"
+            );
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(Properties::decode(&longer).is_err());
+        assert!(Properties::decode(&longer, 2).is_err());
+    }
+
+    #[test]
+    fn version_1_has_no_directory() {
+        let mut props = sample();
+        props.value_filters.clear();
+        let mut v1 = props.encode();
+        assert_eq!(v1.pop(), Some(0), "an empty directory is one zero byte");
+        assert_eq!(Properties::decode(&v1, 1).unwrap(), props);
+        assert!(Properties::decode(&props.encode(), 1).is_err());
+        assert!(Properties::decode(&v1, 2).is_err());
     }
 
     #[test]
     fn impossible_values_are_refused() {
         let mut bad = sample();
         bad.min_seq = 10;
-        assert!(Properties::decode(&bad.encode()).is_err());
+        assert!(Properties::decode(&bad.encode(), 2).is_err());
         let mut bad = sample();
         bad.distinct_keys = 11;
-        assert!(Properties::decode(&bad.encode()).is_err());
+        assert!(Properties::decode(&bad.encode(), 2).is_err());
         let mut bad = sample();
         bad.smallest = b"short".to_vec();
-        assert!(Properties::decode(&bad.encode()).is_err());
+        assert!(Properties::decode(&bad.encode(), 2).is_err());
     }
 }

@@ -14,6 +14,7 @@ use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::properties::Properties;
 use super::trailer::read_block;
+use super::value_filter::{ValueFilters, ValueLeaf};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
@@ -31,16 +32,21 @@ pub(crate) struct Table {
     cache: Arc<BlockCache>,
     index: Index,
     filter: KeyFilter,
+    /// The value index leaves, decoded at open.
+    values: ValueFilters,
+    /// Format version from the footer.
+    version: u32,
     properties: Properties,
     /// Where the properties block is (for reports about it).
     properties_offset: u64,
 }
 
 impl Table {
-    /// Opens `path`, reading and checking footer, index, filter and
-    /// properties. Damage outside the filter is [`Error::Corruption`]
-    /// naming `path` and the offset; a damaged filter only makes every
-    /// probe answer "may contain".
+    /// Opens `path`, reading and checking footer, index, filters and
+    /// properties. Damage outside the filters is [`Error::Corruption`]
+    /// naming `path` and the offset; a damaged key filter only makes every
+    /// probe answer "may contain", a damaged value filter makes its leaf
+    /// [`ValueLeaf::Unreadable`].
     pub(crate) fn open(
         fs: &dyn FileSystem,
         path: PathBuf,
@@ -62,8 +68,8 @@ impl Table {
         let footer = Footer::decode(&footer_bytes).map_err(|c| c.in_file(&path, limit))?;
 
         let raw = read_block(file.as_ref(), &path, footer.properties, limit)?;
-        let mut properties =
-            Properties::decode(&raw).map_err(|c| c.in_file(&path, footer.properties.offset))?;
+        let mut properties = Properties::decode(&raw, footer.version)
+            .map_err(|c| c.in_file(&path, footer.properties.offset))?;
         properties.file_size = size;
 
         // Data blocks come first, back to back, and end where the metadata
@@ -104,6 +110,7 @@ impl Table {
             limit,
             properties.largest_user_key(),
         )?;
+        let values = ValueFilters::load(file.as_ref(), &path, &properties.value_filters, limit)?;
         Ok(Self {
             file,
             path,
@@ -111,6 +118,8 @@ impl Table {
             cache,
             index,
             filter,
+            values,
+            version: footer.version,
             properties,
             properties_offset: footer.properties.offset,
         })
@@ -242,6 +251,24 @@ impl Table {
     /// The key filter.
     pub(crate) fn filter(&self) -> &KeyFilter {
         &self.filter
+    }
+
+    /// The leaf of value index `index_id`: present, missing (the table
+    /// predates the index) or unreadable (damaged). A present leaf has the
+    /// shape the index had when the table was written, which is the
+    /// index's shape (shapes never change).
+    pub(crate) fn value_filter(&self, index_id: u64) -> ValueLeaf {
+        self.values.leaf(index_id)
+    }
+
+    /// All value index leaves of the table.
+    pub(crate) fn value_filters(&self) -> &ValueFilters {
+        &self.values
+    }
+
+    /// The table's format version.
+    pub(crate) fn format_version(&self) -> u32 {
+        self.version
     }
 
     /// File offset of the properties block.

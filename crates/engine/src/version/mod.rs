@@ -160,14 +160,21 @@ impl Version {
             let run = match runs.iter().position(|run| run.id == meta.run) {
                 Some(at) => &mut runs[at],
                 None => {
+                    // Run ids are file numbers taken when the run is
+                    // created, so newer runs have larger ids: placing a run
+                    // by id keeps newest first, also for a run whose only
+                    // table an edit replaces (the backfill) and when
+                    // recovery replays that edit after the run's newer
+                    // neighbours.
+                    let at = runs.partition_point(|run| run.id > meta.run);
                     runs.insert(
-                        0,
+                        at,
                         Run {
                             id: meta.run,
                             tables: Vec::new(),
                         },
                     );
-                    &mut runs[0]
+                    &mut runs[at]
                 }
             };
             let at = run

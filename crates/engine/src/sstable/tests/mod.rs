@@ -13,6 +13,7 @@ use super::*;
 use crate::error::Error;
 
 mod damage;
+mod values;
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, SeqNo, ValueKind};
 
@@ -31,6 +32,7 @@ fn options(
         compression,
         filter,
         partition_keys,
+        value_indexes: Arc::from(Vec::new()),
     }
 }
 
@@ -462,5 +464,5 @@ fn summary_reports_the_properties() {
     );
     assert!(summary.filter_readable);
     assert_eq!(summary.compression, Compression::Lz4);
-    assert_eq!(summary.format_version, 1);
+    assert_eq!(summary.format_version, 2);
 }

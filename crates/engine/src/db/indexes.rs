@@ -1,0 +1,327 @@
+//! Value indexes of an open database: resolving the declared definitions
+//! against the manifest at open, adding and dropping indexes, reporting
+//! them, and the backfill that gives tables written before an index
+//! existed their leaf.
+//!
+//! The backfill rewrites one table at a time, under the compaction lock,
+//! into a table with the same entries, level and run (so read order is
+//! unchanged), now with every current index's leaf. It runs on the
+//! compaction thread when the planner has nothing to do, and in
+//! [`Db::wait_for_backfill`].
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::compaction::OutputRun;
+use crate::error::{Error, Result};
+use crate::index::{Extractor, IndexDef, IndexInfo, IndexRecord, expected_values};
+use crate::manifest::VersionEdit;
+use crate::sstable::ValueLeaf;
+use crate::version::{LiveTable, Version};
+
+use super::builder::Options;
+use super::flush::projected_entries;
+use super::{Db, Inner, SuperVersion, lock};
+
+/// Distinct values a table of this database is expected to hold, for the
+/// default leaf shape of a new index: tables as large as the larger of the
+/// table target and the memtable, of entries as large as those stored now.
+fn expected_table_values(options: &Options, version: &Version) -> u64 {
+    let (bytes, entries) = version.tables().fold((0u64, 0u64), |(b, e), t| {
+        (b + t.meta.file_size, e + t.meta.entries)
+    });
+    let table_bytes = options
+        .table_target_bytes
+        .max(options.memtable_bytes as u64);
+    expected_values(table_bytes, bytes, entries, None)
+}
+
+/// The live indexes once the definitions `options` declares meet the ones
+/// the manifest holds (`stored`). A declared index the manifest has with
+/// another definition, or a stored custom index that is not declared, is
+/// [`Error::InvalidArgument`]. New declared indexes get ids from
+/// `next_file_number`, which is advanced past them.
+pub(crate) fn resolve(
+    options: &Options,
+    version: &Version,
+    stored: Vec<IndexRecord>,
+    next_file_number: &mut u64,
+) -> Result<Vec<IndexRecord>> {
+    let mut live = Vec::with_capacity(stored.len() + options.value_indexes.len());
+    for record in stored {
+        match options
+            .value_indexes
+            .iter()
+            .find(|def| def.name() == record.name)
+        {
+            Some(def) => {
+                if let Some(difference) = def.difference(&record) {
+                    return Err(Error::InvalidArgument(format!(
+                        "index {:?} conflicts with its stored definition: {difference}",
+                        record.name
+                    )));
+                }
+                live.push(IndexRecord {
+                    extractor: def.extractor().clone(),
+                    ..record
+                });
+            }
+            None if matches!(record.extractor, Extractor::Custom { .. }) => {
+                return Err(Error::InvalidArgument(format!(
+                    "index {:?} uses the {} extractor, whose function is not stored: declare it \
+                     again with DbBuilder::value_index at every open",
+                    record.name,
+                    record.extractor.description()
+                )));
+            }
+            None => live.push(record),
+        }
+    }
+    let expected = expected_table_values(options, version);
+    for def in &options.value_indexes {
+        if live.iter().all(|r| r.name != def.name()) {
+            live.push(IndexRecord {
+                id: *next_file_number,
+                name: def.name().to_owned(),
+                extractor: def.extractor().clone(),
+                shape: def.shape(expected),
+            });
+            *next_file_number += 1;
+        }
+    }
+    Ok(live)
+}
+
+/// Every table of `version` with its leaf of `index`: what a search by
+/// value starts from. A leaf whose shape differs from the index's (which a
+/// writer never produces) counts as unreadable.
+pub(crate) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTable>, ValueLeaf)> {
+    version
+        .tables()
+        .map(|t| {
+            let leaf = match t.table.value_filter(index.id) {
+                ValueLeaf::Present(leaf) if leaf.shape() != index.shape => ValueLeaf::Unreadable,
+                other => other,
+            };
+            (Arc::clone(t), leaf)
+        })
+        .collect()
+}
+
+impl Inner {
+    /// The live value indexes (their definitions and leaf shapes).
+    pub(crate) fn indexes(&self) -> Arc<Vec<IndexRecord>> {
+        self.indexes.load_full()
+    }
+
+    /// The live index called `name`.
+    #[allow(dead_code, reason = "for the search by value built on this module")]
+    pub(crate) fn index_named(&self, name: &str) -> Option<IndexRecord> {
+        self.indexes.load().iter().find(|i| i.name == name).cloned()
+    }
+
+    /// Defines a new index, persisted before this returns.
+    fn add_index(&self, def: &IndexDef) -> Result<()> {
+        def.validate()?;
+        let mut state = lock(&self.state);
+        Self::check_background_error(&state)?;
+        let current = self.indexes.load_full();
+        if current.iter().any(|i| i.name == def.name()) {
+            return Err(Error::InvalidArgument(format!(
+                "an index named {:?} already exists",
+                def.name()
+            )));
+        }
+        let id = state.next_file_number;
+        state.next_file_number += 1;
+        let record = IndexRecord {
+            id,
+            name: def.name().to_owned(),
+            extractor: def.extractor().clone(),
+            shape: def.shape(expected_table_values(
+                &self.options,
+                &self.current().version,
+            )),
+        };
+        let edit = VersionEdit {
+            added_indexes: vec![record],
+            ..VersionEdit::default()
+        };
+        self.apply_index_edit(&mut state, &current, edit)
+    }
+
+    /// Drops the index called `name`, persisted before this returns.
+    fn drop_index(&self, name: &str) -> Result<()> {
+        let mut state = lock(&self.state);
+        Self::check_background_error(&state)?;
+        let current = self.indexes.load_full();
+        let Some(index) = current.iter().find(|i| i.name == name) else {
+            return Err(Error::InvalidArgument(format!("no index named {name:?}")));
+        };
+        let edit = VersionEdit {
+            dropped_indexes: vec![index.id],
+            ..VersionEdit::default()
+        };
+        self.apply_index_edit(&mut state, &current, edit)
+    }
+
+    /// Logs an edit that only changes indexes, then publishes the new set.
+    fn apply_index_edit(
+        &self,
+        state: &mut super::State,
+        current: &[IndexRecord],
+        edit: VersionEdit,
+    ) -> Result<()> {
+        let mut next = current.to_vec();
+        edit.apply_indexes(&mut next);
+        let version = self.log_and_apply(state, edit, &Default::default())?;
+        self.indexes.store(Arc::new(next));
+        let now = self.current();
+        self.install(SuperVersion {
+            active: Arc::clone(&now.active),
+            immutables: now.immutables.clone(),
+            version,
+        });
+        Ok(())
+    }
+
+    /// Rewrites one table that lacks the leaf of a live index; `false`
+    /// when every table has every leaf (or there is no index).
+    pub(crate) fn backfill_once(&self) -> Result<bool> {
+        let _one_at_a_time = lock(&self.compaction_lock);
+        let indexes = self.indexes.load_full();
+        let version = Arc::clone(&self.current().version);
+        let Some((run, table)) = version.levels.iter().find_map(|level| {
+            level.runs.iter().find_map(|run| {
+                let missing = run.tables.iter().find(|t| {
+                    indexes
+                        .iter()
+                        .any(|i| matches!(t.table.value_filter(i.id), ValueLeaf::Missing))
+                });
+                missing.map(|t| (run.id, Arc::clone(t)))
+            })
+        }) else {
+            return Ok(false);
+        };
+        {
+            let mut state = lock(&self.state);
+            Self::check_background_error(&state)?;
+            state.compacting = true;
+        }
+        let result = self.rewrite(&version, run, &table);
+        let mut state = lock(&self.state);
+        state.compacting = false;
+        self.changed.notify_all();
+        drop(state);
+        result.map(|()| true)
+    }
+
+    /// Writes `table`'s entries, unchanged, as a new table of the same
+    /// level and run, and swaps it in.
+    fn rewrite(&self, version: &Version, run: u64, table: &Arc<LiveTable>) -> Result<()> {
+        let level = table.meta.level as usize;
+        let entries = table.table.iter(Bound::Unbounded, Bound::Unbounded);
+        let projected = projected_entries(
+            version,
+            level,
+            table.meta.entries,
+            [(level, table.meta.entries)],
+        );
+        let outputs = self.write_tables(
+            entries,
+            level,
+            OutputRun::Existing(run),
+            None,
+            &projected,
+            u64::MAX,
+            true,
+        )?;
+        let mut state = lock(&self.state);
+        let edit = VersionEdit {
+            removed: vec![(table.meta.level, table.meta.id)],
+            added: outputs.metas,
+            ..VersionEdit::default()
+        };
+        let next = self.log_and_apply(&mut state, edit, &outputs.opened)?;
+        let now = self.current();
+        self.install(SuperVersion {
+            active: Arc::clone(&now.active),
+            immutables: now.immutables.clone(),
+            version: next,
+        });
+        drop(state);
+        table.mark_obsolete();
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Defines a value index on the open database. Tables written from now
+    /// on carry its leaf; tables written before get theirs from the
+    /// background backfill ([`Db::wait_for_backfill`] waits for it). The
+    /// definition is in the manifest when this returns; a
+    /// [`Custom`](Extractor::Custom) index must be declared again with
+    /// [`DbBuilder::value_index`](crate::DbBuilder::value_index) at every
+    /// later open.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an invalid definition or a name
+    /// already in use; [`Error::Io`] if the manifest cannot be written;
+    /// [`Error::Background`].
+    pub fn add_index(&self, def: IndexDef) -> Result<()> {
+        self.inner.add_index(&def)
+    }
+
+    /// Drops the index called `name`. Its leaves stay in existing tables
+    /// until they are rewritten, unused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if there is no such index; as
+    /// [`Db::add_index`] otherwise.
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        self.inner.drop_index(name)
+    }
+
+    /// The live value indexes, in the order they were defined, with how
+    /// many live tables carry each one's leaf.
+    #[must_use]
+    pub fn indexes(&self) -> Vec<IndexInfo> {
+        let version = Arc::clone(&self.inner.current().version);
+        self.inner
+            .indexes()
+            .iter()
+            .map(|index| {
+                let mut info = IndexInfo {
+                    name: index.name.clone(),
+                    id: index.id,
+                    extractor: index.extractor.description(),
+                    leaf_shape: index.shape,
+                    tables_indexed: 0,
+                    tables_missing: 0,
+                    tables_unreadable: 0,
+                };
+                for (_, leaf) in leaves(&version, index) {
+                    match leaf {
+                        ValueLeaf::Present(_) => info.tables_indexed += 1,
+                        ValueLeaf::Missing => info.tables_missing += 1,
+                        ValueLeaf::Unreadable => info.tables_unreadable += 1,
+                    }
+                }
+                info
+            })
+            .collect()
+    }
+
+    /// Blocks until flushes and compactions are done and every live table
+    /// carries the leaf of every live index, doing the remaining backfill
+    /// on this thread.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Corruption`] met while rewriting a table;
+    /// [`Error::Background`].
+    pub fn wait_for_backfill(&self) -> Result<()> {
+        self.inner.wait_until_idle()?;
+        while self.inner.backfill_once()? {}
+        Ok(())
+    }
+}
