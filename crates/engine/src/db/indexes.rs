@@ -325,3 +325,7 @@ impl Db {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "indexes_tests.rs"]
+mod tests;

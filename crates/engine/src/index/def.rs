@@ -186,11 +186,9 @@ pub(crate) fn expected_values(
     stored_entries: u64,
     distinct_fraction: Option<f64>,
 ) -> u64 {
-    let entry_bytes = if stored_entries == 0 {
-        ASSUMED_ENTRY_BYTES
-    } else {
-        (stored_bytes / stored_entries).max(1)
-    };
+    let entry_bytes = stored_bytes
+        .checked_div(stored_entries)
+        .map_or(ASSUMED_ENTRY_BYTES, |b| b.max(1));
     let entries = table_bytes / entry_bytes;
     let fraction = distinct_fraction
         .filter(|f| f.is_finite())
