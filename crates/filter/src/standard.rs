@@ -199,9 +199,7 @@ impl StandardBloom {
 impl Filter for StandardBloom {
     #[inline]
     fn may_contain(&self, hash: KeyHash) -> bool {
-        self.shape()
-            .probe_positions(hash)
-            .all(|i| self.bits.get(i))
+        self.shape().probe_positions(hash).all(|i| self.bits.get(i))
     }
 
     fn size_bytes(&self) -> usize {

@@ -141,9 +141,16 @@ impl BitSliced {
     }
 
     /// Appends the matching leaf ids, in column order, to `out`.
-    pub(crate) fn search_probes(&self, probes: &Probes, stats: &mut ProbeStats, out: &mut Vec<u64>) {
+    pub(crate) fn search_probes(
+        &self,
+        probes: &Probes,
+        stats: &mut ProbeStats,
+        out: &mut Vec<u64>,
+    ) {
         let words = self.words_per_row();
-        let Some((&first, rest)) = probes.positions().split_first() else { return };
+        let Some((&first, rest)) = probes.positions().split_first() else {
+            return;
+        };
         if words == 0 {
             return;
         }
@@ -197,7 +204,10 @@ impl BitSliced {
         let mut rows = vec![0; m * row_words];
         let keep = row_words.min(self.row_words);
         if keep > 0 {
-            for (new, old) in rows.chunks_exact_mut(row_words).zip(self.rows.chunks_exact(self.row_words)) {
+            for (new, old) in rows
+                .chunks_exact_mut(row_words)
+                .zip(self.rows.chunks_exact(self.row_words))
+            {
                 new[..keep].copy_from_slice(&old[..keep]);
             }
         }
@@ -219,8 +229,14 @@ mod tests {
     fn errors_change_nothing() {
         let mut b = BitSliced::new(SHAPE).unwrap();
         b.insert(3, leaf(SHAPE, [1])).unwrap();
-        let other = BloomShape { bits: 64, probes: 4 };
-        assert!(matches!(b.insert(4, leaf(other, [1])), Err(Error::ShapeMismatch { .. })));
+        let other = BloomShape {
+            bits: 64,
+            probes: 4,
+        };
+        assert!(matches!(
+            b.insert(4, leaf(other, [1])),
+            Err(Error::ShapeMismatch { .. })
+        ));
         assert_eq!(b.insert(3, leaf(SHAPE, [2])), Err(Error::DuplicateLeaf(3)));
         assert_eq!(b.remove(5).unwrap_err(), Error::UnknownLeaf(5));
         assert_eq!(b.len(), 1);
@@ -238,8 +254,15 @@ mod tests {
             b.insert(id, leaf(SHAPE, [id % 2])).unwrap();
         }
         assert_eq!(b.words_per_row(), 2);
-        assert_eq!(b.search(value(1), &mut stats), (1..70).step_by(2).collect::<Vec<_>>());
-        let expected = ProbeStats { words_anded: 4 * 2, leaves_positive: 35, ..ProbeStats::default() };
+        assert_eq!(
+            b.search(value(1), &mut stats),
+            (1..70).step_by(2).collect::<Vec<_>>()
+        );
+        let expected = ProbeStats {
+            words_anded: 4 * 2,
+            leaves_positive: 35,
+            ..ProbeStats::default()
+        };
         assert_eq!(stats, expected);
     }
 
@@ -257,13 +280,19 @@ mod tests {
         b.remove(3).unwrap();
         b.insert(500, leaf(SHAPE, [500])).unwrap();
         assert_eq!(b.column_of[&500], 3, "lowest free column reused");
-        assert_eq!(b.search(value(3), &mut ProbeStats::default()), Vec::<u64>::new());
+        assert_eq!(
+            b.search(value(3), &mut ProbeStats::default()),
+            Vec::<u64>::new()
+        );
         assert_eq!(b.search(value(500), &mut ProbeStats::default()), vec![500]);
         for id in [0, 1, 2, 4, 5, 6, 7, 8, 9, 500] {
             b.remove(id).unwrap();
         }
         assert!(b.is_empty() && b.columns.is_empty() && b.free.is_empty());
-        assert!(b.rows.iter().all(|&w| w == 0), "removed columns leave no bits");
+        assert!(
+            b.rows.iter().all(|&w| w == 0),
+            "removed columns leave no bits"
+        );
     }
 
     #[test]
@@ -282,8 +311,11 @@ mod tests {
             }
             if step % 100 == 99 {
                 for v in (0..25).chain(1_000_000..1_030_000).step_by(11) {
-                    let want: Vec<u64> =
-                        leaves.iter().filter(|(_, f)| f.may_contain(value(v))).map(|(id, _)| *id).collect();
+                    let want: Vec<u64> = leaves
+                        .iter()
+                        .filter(|(_, f)| f.may_contain(value(v)))
+                        .map(|(id, _)| *id)
+                        .collect();
                     assert_eq!(b.search(value(v), &mut ProbeStats::default()), want);
                 }
             }

@@ -33,7 +33,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ShapeMismatch { expected, found } => {
-                write!(f, "leaf shape {found:?} differs from index shape {expected:?}")
+                write!(
+                    f,
+                    "leaf shape {found:?} differs from index shape {expected:?}"
+                )
             }
             Self::DuplicateLeaf(id) => write!(f, "leaf {id} is already in the index"),
             Self::UnknownLeaf(id) => write!(f, "leaf {id} is not in the index"),
@@ -74,18 +77,36 @@ mod tests {
             found: b,
         }
         .to_string();
-        assert!(msg.contains("bits: 128") && msg.contains("bits: 64"), "{msg}");
-        assert_eq!(Error::DuplicateLeaf(7).to_string(), "leaf 7 is already in the index");
-        assert_eq!(Error::UnknownLeaf(9).to_string(), "leaf 9 is not in the index");
+        assert!(
+            msg.contains("bits: 128") && msg.contains("bits: 64"),
+            "{msg}"
+        );
+        assert_eq!(
+            Error::DuplicateLeaf(7).to_string(),
+            "leaf 7 is already in the index"
+        );
+        assert_eq!(
+            Error::UnknownLeaf(9).to_string(),
+            "leaf 9 is not in the index"
+        );
         assert!(Error::InvalidOrder(1).to_string().contains('1'));
     }
 
     #[test]
     fn shape_check_follows_the_filter_crate() {
-        assert!(check_shape(BloomShape { bits: 64, probes: 3 }).is_ok());
+        assert!(
+            check_shape(BloomShape {
+                bits: 64,
+                probes: 3
+            })
+            .is_ok()
+        );
         let zero = BloomShape { bits: 0, probes: 3 };
         assert_eq!(check_shape(zero), Err(Error::InvalidShape(zero)));
-        let none = BloomShape { bits: 64, probes: 0 };
+        let none = BloomShape {
+            bits: 64,
+            probes: 0,
+        };
         assert_eq!(check_shape(none), Err(Error::InvalidShape(none)));
     }
 }

@@ -173,12 +173,10 @@ impl ValueIndex {
                 self.leaves.values().map(|l| f(l)).sum::<f64>() / n as f64
             }
         };
-        let mean_leaf_values =
-            mean(&|l| Profile::values_from_bits(m, k, count_ones(l.words())));
-        let total_values = self
-            .hierarchy
-            .root_bits()
-            .map_or(0.0, |root| Profile::values_from_bits(m, k, count_ones(root)));
+        let mean_leaf_values = mean(&|l| Profile::values_from_bits(m, k, count_ones(l.words())));
+        let total_values = self.hierarchy.root_bits().map_or(0.0, |root| {
+            Profile::values_from_bits(m, k, count_ones(root))
+        });
         Profile {
             leaves: n,
             bits: m,

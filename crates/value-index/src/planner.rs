@@ -40,24 +40,32 @@ pub struct CostModel {
 }
 
 impl Default for CostModel {
+    /// Measured with `cargo bench -p sift-value-index` on the development
+    /// machine (2 shared cores): 1000 leaves of m = 20,000 bits, k = 7,
+    /// 64 absent values per batch; per-probe figures are batch time
+    /// divided by the `ProbeStats` counts the bench prints.
     fn default() -> Self {
         Self {
-            // bench `probe/leaf`: `may_contain` on 1000 filters of
-            // 2^16 bits, k = 7, out of cache.
-            leaf_probe_ns: 12.0,
-            // bench `probe/inner`: the hierarchy's node test; same bits
-            // and probes as a leaf, positions computed once per query.
-            inner_probe_ns: 8.0,
-            // bench `probe/flat_word`: one AND of a row word, k = 7 rows.
-            flat_word_ns: 0.5,
-            // Not measurable in this crate (no tables): a table iterator
-            // seeks its first block, about one point read in the engine
-            // (docs/benchmarks.md, readrandom ≈ 2 µs); the engine should
-            // pass its own figure.
+            // `search_half_full/BloomScan`: 1.35 ms per 64 queries over
+            // 1000 leaves at fill 0.5 = 21 ns a probe (2.5 MB of filters,
+            // out of cache). Sparse leaves (fill 0.07) stop at the first
+            // bit: 3.5 ns. The denser figure is the one that matters.
+            leaf_probe_ns: 20.0,
+            // `search_*/Hierarchy`: batch time over nodes + leaves probed:
+            // 7.8 ns (sparse, d = 16) to 19.8 ns (half full, d = 4); inner
+            // nodes are denser than leaves, so more bits are tested.
+            inner_probe_ns: 15.0,
+            // `search_*/Flat`: 85-137 ns a query for 7 rows of 16 words
+            // (112 words), 0.8-1.2 ns a word with candidate extraction.
+            flat_word_ns: 1.0,
+            // Not measurable here (no tables): a table iterator seeks its
+            // first block, roughly one point read in the engine (~2 µs);
+            // the engine should pass its own figure.
             scan_table_ns: 2_000.0,
-            // bench `scan/entry`: compare one 100-byte value of an
-            // in-memory entry, a lower bound for reading it from a block.
-            scan_entry_ns: 5.0,
+            // `scan/entries_10000`: 22 µs for 10,000 in-memory 100-byte
+            // value compares = 2.2 ns an entry. A lower bound: the engine
+            // also decodes blocks, so real scans cost more.
+            scan_entry_ns: 2.2,
         }
     }
 }
@@ -92,9 +100,13 @@ impl Estimates {
     /// The cheapest method; ties go to the earlier of [`Method::ALL`].
     #[must_use]
     pub fn cheapest(&self) -> Method {
-        Method::ALL
-            .into_iter()
-            .fold(Method::ALL[0], |best, m| if self.cost(m) < self.cost(best) { m } else { best })
+        Method::ALL.into_iter().fold(Method::ALL[0], |best, m| {
+            if self.cost(m) < self.cost(best) {
+                m
+            } else {
+                best
+            }
+        })
     }
 }
 
@@ -112,7 +124,11 @@ pub fn hierarchy_probes(profile: &Profile) -> (f64, f64) {
         let false_match = level.mean_match.clamp(0.0, 1.0);
         reach = 1.0 - (1.0 - false_match) * (1.0 - holds);
     }
-    let leaves = if profile.inner_levels.is_empty() { 0.0 } else { profile.leaves as f64 * reach };
+    let leaves = if profile.inner_levels.is_empty() {
+        0.0
+    } else {
+        profile.leaves as f64 * reach
+    };
     (inner, leaves)
 }
 
@@ -140,4 +156,140 @@ pub fn estimate(profile: &Profile, model: &CostModel) -> Estimates {
 #[must_use]
 pub fn plan(profile: &Profile, model: &CostModel) -> Method {
     estimate(profile, model).cheapest()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::InnerLevel;
+
+    /// The profile of `n` leaves, each of `per_leaf` distinct values out of
+    /// `total` overall (so `total = n · per_leaf` means unique values), in
+    /// a complete hierarchy of order `d`, with fills from the Bloom
+    /// formula `1 - e^{-k·values/m}`.
+    fn synthetic(n: usize, d: usize, m: u64, k: u32, per_leaf: f64, total: f64) -> Profile {
+        let fill = |values: f64| 1.0 - (-(f64::from(k)) * values / m as f64).exp();
+        let mut inner_levels = Vec::new();
+        let mut nodes = n.div_ceil(d);
+        while nodes > 0 {
+            // Leaves under one node at this level, and the distinct values
+            // they hold together (capped by the total).
+            let below = n as f64 / nodes as f64;
+            let f = fill((per_leaf * below).min(total));
+            inner_levels.push(InnerLevel {
+                nodes,
+                mean_fill: f,
+                mean_match: f.powi(k as i32),
+            });
+            if nodes == 1 {
+                break;
+            }
+            nodes = nodes.div_ceil(d);
+        }
+        inner_levels.reverse();
+        let leaf_fill = fill(per_leaf);
+        Profile {
+            leaves: n,
+            bits: m,
+            probes: k,
+            mean_leaf_fill: leaf_fill,
+            mean_leaf_match: leaf_fill.powi(k as i32),
+            mean_leaf_values: per_leaf,
+            mean_leaf_entries: per_leaf,
+            total_values: total,
+            inner_levels,
+            flat_words_per_row: n.div_ceil(64),
+        }
+    }
+
+    #[test]
+    fn unique_values_over_many_leaves_use_a_filter_structure() {
+        let model = CostModel::default();
+        for (n, d) in [(1_000, 8), (10_000, 16), (200, 4)] {
+            let p = synthetic(n, d, 10_000, 7, 1_000.0, 1_000.0 * n as f64);
+            let e = estimate(&p, &model);
+            let method = e.cheapest();
+            assert!(
+                matches!(method, Method::Hierarchy | Method::Flat),
+                "{n} leaves: {e:?}"
+            );
+            // One holder plus false matches at the leaves' FPR (~0.8%).
+            assert!(e.candidates < 1.0 + 0.01 * n as f64, "{e:?}");
+            assert!(e.bloom_scan > e.cost(method) && e.scan > 10.0 * e.cost(method));
+        }
+    }
+
+    #[test]
+    fn sparse_leaves_favour_the_hierarchy_and_dense_ones_the_flat_layout() {
+        let model = CostModel::default();
+        // 100,000 leaves of 10 values in 100k bits: the two levels under
+        // the root are saturated, but nodes over a few hundred leaves
+        // prune, so the hierarchy probes ~300 nodes plus the 16 leaves
+        // beside the holder, while the flat layout ANDs 7 rows of 1563
+        // words.
+        let sparse = synthetic(100_000, 16, 100_000, 7, 10.0, 1e6);
+        let (inner, leaves) = hierarchy_probes(&sparse);
+        assert!(
+            inner < 400.0 && (16.0..17.0).contains(&leaves),
+            "{inner} {leaves}"
+        );
+        let e = estimate(&sparse, &model);
+        assert_eq!(e.cheapest(), Method::Hierarchy, "{e:?}");
+        // Leaves at 10 bits per value: inner nodes saturate, the hierarchy
+        // probes nearly everything, the flat layout does not care.
+        let dense = synthetic(10_000, 16, 10_000, 7, 1_000.0, 1e7);
+        let (inner, leaves) = hierarchy_probes(&dense);
+        assert!(leaves > 9_000.0 && inner > 600.0, "{inner} {leaves}");
+        assert_eq!(plan(&dense, &model), Method::Flat);
+    }
+
+    #[test]
+    fn saturated_leaves_are_scanned() {
+        // 50,000 values into 10,000 bits with k = 7: leaves are all ones,
+        // every leaf is a candidate, probing buys nothing.
+        let p = synthetic(500, 8, 10_000, 7, 50_000.0, 2.5e7);
+        assert!(p.mean_leaf_match > 0.999_999);
+        let e = estimate(&p, &CostModel::default());
+        assert_eq!(e.cheapest(), Method::Scan, "{e:?}");
+        assert!(e.candidates > 499.9);
+        // Nearly saturated (fill 0.999, match 0.994) is another matter:
+        // pruning 3 of 500 table scans is worth 56 ns of flat ANDs.
+        let nearly = synthetic(500, 8, 10_000, 7, 10_000.0, 5e6);
+        assert_eq!(plan(&nearly, &CostModel::default()), Method::Flat);
+    }
+
+    #[test]
+    fn values_in_every_leaf_are_scanned() {
+        // Low cardinality: each leaf holds the same 50 values.
+        let p = synthetic(1_000, 8, 10_000, 7, 50.0, 50.0);
+        assert_eq!(p.leaves_holding_value(), 1_000.0);
+        assert_eq!(plan(&p, &CostModel::default()), Method::Scan);
+    }
+
+    #[test]
+    fn estimates_follow_the_formulas() {
+        let model = CostModel {
+            leaf_probe_ns: 10.0,
+            inner_probe_ns: 5.0,
+            flat_word_ns: 1.0,
+            scan_table_ns: 100.0,
+            scan_entry_ns: 1.0,
+        };
+        let mut p = synthetic(128, 4, 1_000, 2, 100.0, 12_800.0);
+        p.mean_leaf_match = 0.0;
+        p.mean_leaf_entries = 900.0;
+        let e = estimate(&p, &model);
+        assert_eq!(e.candidates, 1.0);
+        assert_eq!(e.scan, 128.0 * 1_000.0);
+        assert_eq!(e.bloom_scan, 1_280.0 + 1_000.0);
+        assert_eq!(e.flat, 2.0 * 2.0 + 1_000.0);
+        let (inner, leaves) = hierarchy_probes(&p);
+        assert_eq!(e.hierarchy, inner * 5.0 + leaves * 10.0 + 1_000.0);
+        for m in Method::ALL {
+            assert!(e.cost(m) >= 1_000.0 || m == Method::Scan);
+        }
+        // An empty index costs nothing whichever way it is searched.
+        let empty = estimate(&synthetic(0, 4, 1_000, 2, 0.0, 0.0), &model);
+        assert_eq!((empty.scan, empty.flat, empty.candidates), (0.0, 0.0, 0.0));
+    }
 }

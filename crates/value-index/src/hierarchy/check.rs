@@ -43,13 +43,20 @@ impl Hierarchy {
             let node = &self.nodes[id];
             let fan_out = node.children.len();
             if fan_out == 0 || fan_out > self.order {
-                return Err(format!("node {id} has {fan_out} children, order {}", self.order));
+                return Err(format!(
+                    "node {id} has {fan_out} children, order {}",
+                    self.order
+                ));
             }
             if Some(id) != self.root && fan_out < self.min_children() {
                 return Err(format!("node {id} is underfull: {fan_out} children"));
             }
             let mut or = vec![0; self.words];
-            let leaves = node.children.iter().filter(|c| matches!(c, Child::Leaf(..))).count();
+            let leaves = node
+                .children
+                .iter()
+                .filter(|c| matches!(c, Child::Leaf(..)))
+                .count();
             if leaves != 0 && leaves != fan_out {
                 return Err(format!("node {id} mixes leaves and nodes"));
             }
@@ -64,10 +71,15 @@ impl Hierarchy {
                             return Err(format!("leaf {leaf} reached twice"));
                         }
                         if self.parent_of.get(leaf) != Some(&id) {
-                            return Err(format!("leaf {leaf}: map says {:?}, tree says {id}", self.parent_of.get(leaf)));
+                            return Err(format!(
+                                "leaf {leaf}: map says {:?}, tree says {id}",
+                                self.parent_of.get(leaf)
+                            ));
                         }
                         if *leaf_depth.get_or_insert(depth) != depth {
-                            return Err(format!("leaf {leaf} at depth {depth}, others at {leaf_depth:?}"));
+                            return Err(format!(
+                                "leaf {leaf} at depth {depth}, others at {leaf_depth:?}"
+                            ));
                         }
                     }
                     Child::Node(c) => {
@@ -83,10 +95,17 @@ impl Hierarchy {
             }
         }
         if seen_leaves.len() != self.parent_of.len() {
-            return Err(format!("{} leaves mapped, {} reachable", self.parent_of.len(), seen_leaves.len()));
+            return Err(format!(
+                "{} leaves mapped, {} reachable",
+                self.parent_of.len(),
+                seen_leaves.len()
+            ));
         }
         if seen_nodes.len() + self.free.len() != self.nodes.len() {
-            return Err(format!("{} nodes leaked", self.nodes.len() - self.free.len() - seen_nodes.len()));
+            return Err(format!(
+                "{} nodes leaked",
+                self.nodes.len() - self.free.len() - seen_nodes.len()
+            ));
         }
         let depth = leaf_depth.unwrap_or(0);
         if depth != self.depth() {
@@ -96,7 +115,10 @@ impl Hierarchy {
         if t >= 2 && depth >= 2 {
             let bound = 1.0 + (self.len() as f64 / 2.0).log(t as f64);
             if depth as f64 > bound + 1e-9 {
-                return Err(format!("depth {depth} over the bound {bound:.2} for {} leaves", self.len()));
+                return Err(format!(
+                    "depth {depth} over the bound {bound:.2} for {} leaves",
+                    self.len()
+                ));
             }
         }
         Ok(())

@@ -131,7 +131,8 @@ impl Hierarchy {
             let mut rest = level.into_iter();
             let mut next = Vec::with_capacity(groups);
             for g in 0..groups {
-                let children: Vec<Child> = rest.by_ref().take(base + usize::from(g < extra)).collect();
+                let children: Vec<Child> =
+                    rest.by_ref().take(base + usize::from(g < extra)).collect();
                 let node = tree.alloc(None, children);
                 tree.adopt(node);
                 tree.recompute(node);
@@ -211,7 +212,12 @@ impl Hierarchy {
     }
 
     /// Appends the matching leaf ids, in tree order, to `out`.
-    pub(crate) fn search_probes(&self, probes: &Probes, stats: &mut ProbeStats, out: &mut Vec<u64>) {
+    pub(crate) fn search_probes(
+        &self,
+        probes: &Probes,
+        stats: &mut ProbeStats,
+        out: &mut Vec<u64>,
+    ) {
         let Some(root) = self.root else { return };
         let mut stack = vec![root];
         while let Some(id) = stack.pop() {

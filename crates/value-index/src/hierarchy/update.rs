@@ -172,7 +172,11 @@ impl Hierarchy {
             self.release(id);
         } else {
             let theirs = &mut self.nodes[sibling].children;
-            let child = if sibling_is_left { theirs.pop() } else { Some(theirs.remove(0)) };
+            let child = if sibling_is_left {
+                theirs.pop()
+            } else {
+                Some(theirs.remove(0))
+            };
             if let Some(child) = child {
                 if sibling_is_left {
                     self.nodes[id].children.insert(0, child);
