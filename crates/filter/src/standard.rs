@@ -44,6 +44,19 @@ impl BloomShape {
         }
     }
 
+    /// The bit positions, each in `[0, bits)`, that [`StandardBloom`] of
+    /// this shape sets for `hash` and reads back in `may_contain`: `probes`
+    /// values (repeats possible), in probe order. Structures that store
+    /// Bloom bits in another layout (bit-sliced value indexes) use it so
+    /// their answers cannot drift from the filter's.
+    #[inline]
+    pub fn probe_positions(self, hash: KeyHash) -> impl Iterator<Item = u64> + use<> {
+        let m = self.bits;
+        DoubleHashing::new(hash)
+            .take(self.probes as usize)
+            .map(move |g| fastrange64(g, m))
+    }
+
     /// Checks `bits ≥ 1` and `1 ≤ probes ≤ MAX_PROBES`.
     pub(crate) fn validate(self) -> Result<Self> {
         if self.bits == 0 {
@@ -108,6 +121,15 @@ impl StandardBloom {
         &self.bits
     }
 
+    /// The bit array as little-endian-numbered words: bit `i` is bit
+    /// `i % 64` of word `i / 64`; `ceil(bits / 64)` words, bits past the
+    /// end are zero. Read-only access for structures that combine filters
+    /// of one shape word by word (value-index hierarchies).
+    #[must_use]
+    pub fn words(&self) -> &[u64] {
+        self.bits.words()
+    }
+
     /// The filter's shape.
     #[must_use]
     pub fn shape(&self) -> BloomShape {
@@ -120,9 +142,8 @@ impl StandardBloom {
     /// Adds `hash`.
     #[inline]
     pub fn insert(&mut self, hash: KeyHash) {
-        let m = self.bits.len();
-        for g in DoubleHashing::new(hash).take(self.probes as usize) {
-            self.bits.set(fastrange64(g, m));
+        for i in self.shape().probe_positions(hash) {
+            self.bits.set(i);
         }
     }
 
@@ -178,10 +199,7 @@ impl StandardBloom {
 impl Filter for StandardBloom {
     #[inline]
     fn may_contain(&self, hash: KeyHash) -> bool {
-        let m = self.bits.len();
-        DoubleHashing::new(hash)
-            .take(self.probes as usize)
-            .all(|g| self.bits.get(fastrange64(g, m)))
+        self.shape().probe_positions(hash).all(|i| self.bits.get(i))
     }
 
     fn size_bytes(&self) -> usize {
@@ -270,6 +288,41 @@ mod tests {
         assert!(matches!(a.union_with(&b), Err(Error::ShapeMismatch(_))));
         assert!(matches!(a.union(&c), Err(Error::ShapeMismatch(_))));
         assert_eq!(a, before);
+    }
+
+    #[test]
+    fn probe_positions_are_exactly_the_bits_insert_sets() {
+        let shape = BloomShape {
+            bits: 1_000,
+            probes: 7,
+        };
+        for key in 0..200u64 {
+            let h = KeyHash::of(&key.to_le_bytes());
+            let mut f = StandardBloom::new(shape).unwrap();
+            f.insert(h);
+            let mut expected: Vec<u64> = shape.probe_positions(h).collect();
+            assert_eq!(expected.len(), 7);
+            expected.sort_unstable();
+            expected.dedup();
+            let set: Vec<u64> = (0..shape.bits)
+                .filter(|&i| f.words()[(i / 64) as usize] >> (i % 64) & 1 == 1)
+                .collect();
+            assert_eq!(set, expected, "key {key}");
+        }
+    }
+
+    #[test]
+    fn words_expose_the_bit_array() {
+        let shape = BloomShape {
+            bits: 130,
+            probes: 3,
+        };
+        let mut f = StandardBloom::new(shape).unwrap();
+        assert_eq!(f.words(), &[0, 0, 0]);
+        keys(0..50).for_each(|h| f.insert(h));
+        let ones: u32 = f.words().iter().map(|w| w.count_ones()).sum();
+        assert!((f.fill_ratio() - f64::from(ones) / 130.0).abs() < 1e-12);
+        assert_eq!(f.words()[2] >> 2, 0, "bits past the end stay zero");
     }
 
     #[test]
