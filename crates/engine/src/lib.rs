@@ -45,7 +45,7 @@ mod sstable;
 mod version;
 
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
-pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
+pub use db::{Db, DbBuilder, DbIter, Find, FindKeys, FindStats, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use index::{ExtractFn, Extractor, IndexDef, IndexInfo};
 pub use key::SeqNo;
@@ -53,4 +53,5 @@ pub use options::{
     BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions,
 };
 pub use sift_filter::BloomShape;
+pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};

@@ -30,6 +30,7 @@ pub(crate) struct Options {
     pub background_threads: bool,
     /// Value indexes declared for this open.
     pub value_indexes: Vec<IndexDef>,
+    pub value_index_order: usize,
 }
 
 /// Configures and opens a [`Db`]. Every setting has a default chosen for a
@@ -60,6 +61,7 @@ impl DbBuilder {
                 sync_writes: false,
                 background_threads: true,
                 value_indexes: Vec::new(),
+                value_index_order: super::find::DEFAULT_ORDER,
             },
         }
     }
@@ -165,6 +167,15 @@ impl DbBuilder {
         self
     }
 
+    /// Fan-out of the Bloom-filter hierarchy over each value index's leaves
+    /// (default 8; at least 2). Searches by value pick the hierarchy, the
+    /// flat bit-sliced layout or a scan by estimated cost; the order only
+    /// matters when the hierarchy is picked.
+    pub fn value_index_order(mut self, order: usize) -> Self {
+        self.options.value_index_order = order;
+        self
+    }
+
     /// Opens the database, creating it if the directory holds none.
     ///
     /// # Errors
@@ -243,6 +254,10 @@ impl DbBuilder {
         check(
             policy.partition_keys >= 1,
             "partition_keys must be at least 1",
+        )?;
+        check(
+            o.value_index_order >= 2,
+            "value_index_order must be at least 2",
         )?;
         for (at, def) in o.value_indexes.iter().enumerate() {
             def.validate()?;

@@ -115,7 +115,6 @@ impl Inner {
     }
 
     /// The live index called `name`.
-    #[allow(dead_code, reason = "for the search by value built on this module")]
     pub(crate) fn index_named(&self, name: &str) -> Option<IndexRecord> {
         self.indexes.load().iter().find(|i| i.name == name).cloned()
     }

@@ -3,6 +3,7 @@
 mod background;
 mod builder;
 mod compact;
+mod find;
 mod flush;
 mod indexes;
 mod open;
@@ -22,6 +23,7 @@ use arc_swap::Guard;
 use std::thread::JoinHandle;
 
 pub use builder::DbBuilder;
+pub use find::{Find, FindKeys, FindStats};
 pub use read::DbIter;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
@@ -38,6 +40,7 @@ use crate::options::{PersistMode, WriteOptions};
 use crate::sstable::BlockCache;
 use crate::version::Version;
 use builder::Options;
+use sift_value_index::Method;
 use stats::Counters;
 
 /// An open database. Cheap to share between threads (`Db: Send + Sync`;
@@ -126,6 +129,8 @@ pub(crate) struct Inner {
     pub failed: AtomicBool,
     /// The live value indexes; replaced under `state`.
     pub indexes: ArcSwap<Vec<IndexRecord>>,
+    /// Search structures over the value indexes' leaves.
+    pub value_leaves: Mutex<find::IndexLeaves>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -320,6 +325,41 @@ impl Db {
             ));
         }
         self.inner.compact_range(Some((from, to)))
+    }
+
+    /// Every key whose value, by the value index `index`, is `value`, with
+    /// that value, as of this call. Each key once, and only if its newest
+    /// version has the value and is not deleted. The planner picks how the
+    /// index's leaves are searched; [`Find::stats`] tells what it did.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if there is no index called `index`;
+    /// [`Error::Io`] or [`Error::Corruption`] from reading a table.
+    pub fn find(&self, index: &str, value: impl AsRef<[u8]>) -> Result<Find> {
+        self.inner
+            .find_at(index, value.as_ref(), self.inner.visible_seq(), None)
+    }
+
+    /// [`Db::find`] with the leaves searched by `method` (for comparisons:
+    /// every method returns the same keys).
+    ///
+    /// # Errors
+    /// As [`Db::find`].
+    pub fn find_with(&self, index: &str, value: impl AsRef<[u8]>, method: Method) -> Result<Find> {
+        self.inner.find_at(
+            index,
+            value.as_ref(),
+            self.inner.visible_seq(),
+            Some(method),
+        )
+    }
+
+    /// The keys [`Db::find`] returns, without their values.
+    ///
+    /// # Errors
+    /// As [`Db::find`].
+    pub fn find_keys(&self, index: &str, value: impl AsRef<[u8]>) -> Result<FindKeys> {
+        self.find(index, value).map(FindKeys::new)
     }
 
     /// Counters since open and the shape of the tables now.

@@ -289,6 +289,7 @@ impl Inner {
             flush_lock: Mutex::new(()),
             failed: AtomicBool::new(false),
             indexes: ArcSwap::from_pointee(recovered.indexes),
+            value_leaves: Mutex::new(super::find::IndexLeaves::new(options.value_index_order)),
             options,
             _lock: guard,
         });

@@ -4,6 +4,9 @@ use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use crate::error::Result;
+use sift_value_index::Method;
+
+use super::find::{Find, FindKeys};
 use crate::key::SeqNo;
 
 use super::read::{DbIter, owned_bounds};
@@ -49,6 +52,31 @@ impl Snapshot {
     /// As [`Db::get`](crate::Db::get).
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         Ok(self.get(key)?.is_some())
+    }
+
+    /// [`Db::find`](crate::Db::find) as of the snapshot.
+    ///
+    /// # Errors
+    /// As [`Db::find`](crate::Db::find).
+    pub fn find(&self, index: &str, value: impl AsRef<[u8]>) -> Result<Find> {
+        self.inner.find_at(index, value.as_ref(), self.seq, None)
+    }
+
+    /// [`Db::find_with`](crate::Db::find_with) as of the snapshot.
+    ///
+    /// # Errors
+    /// As [`Db::find`](crate::Db::find).
+    pub fn find_with(&self, index: &str, value: impl AsRef<[u8]>, method: Method) -> Result<Find> {
+        self.inner
+            .find_at(index, value.as_ref(), self.seq, Some(method))
+    }
+
+    /// [`Db::find_keys`](crate::Db::find_keys) as of the snapshot.
+    ///
+    /// # Errors
+    /// As [`Db::find`](crate::Db::find).
+    pub fn find_keys(&self, index: &str, value: impl AsRef<[u8]>) -> Result<FindKeys> {
+        self.find(index, value).map(FindKeys::new)
     }
 
     /// Entries in `range` as of the snapshot.

@@ -81,6 +81,10 @@ pub struct ValueFilterSummary {
     pub distinct_values: u64,
     /// Whether the leaf could be read (if not, searches scan the table).
     pub readable: bool,
+    /// Offset of the leaf's block in the file.
+    pub offset: u64,
+    /// Size of the leaf's block, trailer excluded.
+    pub size: u64,
 }
 
 impl TableFile {
@@ -140,6 +144,8 @@ impl TableFile {
                     index_id: entry.index_id,
                     distinct_values: entry.distinct_values,
                     readable,
+                    offset: entry.handle.offset,
+                    size: entry.handle.size,
                 })
                 .collect(),
         }

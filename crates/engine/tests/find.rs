@@ -1,0 +1,267 @@
+//! Search by value against a `BTreeMap` model: random inserts, updates,
+//! deletes, flushes, compactions and reopens, with every search method,
+//! snapshots, an index added to a loaded database (backfill), and a
+//! damaged leaf.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use siftdb::fs::FaultInjectionFs;
+use siftdb::{CompactionStyle, Db, Extractor, IndexDef, Method};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const METHODS: [Method; 4] = [
+    Method::Scan,
+    Method::BloomScan,
+    Method::Hierarchy,
+    Method::Flat,
+];
+
+fn open(fs: &FaultInjectionFs, indexed: bool) -> Db {
+    let mut builder = Db::builder(Path::new("/db"))
+        .file_system(Arc::new(fs.clone()))
+        .memtable_bytes(4096)
+        .table_target_bytes(4096)
+        .block_bytes(512)
+        .compaction_style(CompactionStyle::Leveled {
+            l0_trigger: 2,
+            size_ratio: 3,
+            l1_bytes: 16 << 10,
+        })
+        .value_index_order(3)
+        .background_threads(false);
+    if indexed {
+        builder = builder
+            .value_index(IndexDef::new("color", Extractor::delimited(1, b',')).leaf_bits(2048));
+    }
+    builder.open().unwrap()
+}
+
+/// Value `i % colors` in column 1 of a small CSV record.
+fn record(i: u32, colors: u32) -> Vec<u8> {
+    format!("item{i},c{},{}", i % colors, "x".repeat((i % 7) as usize)).into_bytes()
+}
+
+/// What the model says `find("color", c)` returns.
+fn expected(model: &Model, color: &str) -> Vec<Vec<u8>> {
+    model
+        .iter()
+        .filter(|(_, v)| v.split(|&b| b == b',').nth(1) == Some(color.as_bytes()))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+fn check_all(db: &Db, model: &Model, colors: u32) {
+    for c in 0..colors + 1 {
+        let color = format!("c{c}");
+        let want = expected(model, &color);
+        for method in METHODS {
+            let found = db.find_with("color", &color, method).unwrap();
+            let stats = *found.stats();
+            let got: Vec<Vec<u8>> = found.map(|r| r.unwrap().0).collect();
+            assert_eq!(got, want, "{color} by {method:?}: {stats:?}");
+            assert_eq!(stats.results as usize, want.len());
+            assert!(stats.tables_matched <= stats.tables_scanned);
+        }
+        let planned: Vec<Vec<u8>> = db
+            .find_keys("color", &color)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(planned, want);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u32),
+    Delete(u8),
+    Flush,
+    Compact,
+    Reopen,
+    Check,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        20 => (0u8..60, 0u32..1000).prop_map(|(k, v)| Op::Put(k, v)),
+        5 => (0u8..60).prop_map(Op::Delete),
+        2 => Just(Op::Flush),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Reopen),
+        2 => Just(Op::Check),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_method_matches_the_model(ops in proptest::collection::vec(op(), 1..200)) {
+        const COLORS: u32 = 5;
+        let fs = FaultInjectionFs::new();
+        let mut db = open(&fs, true);
+        let mut model = Model::new();
+        for op in ops {
+            match op {
+                Op::Put(k, v) => {
+                    let key = format!("key{k:02}").into_bytes();
+                    db.insert(&key, record(v, COLORS)).unwrap();
+                    model.insert(key, record(v, COLORS));
+                }
+                Op::Delete(k) => {
+                    let key = format!("key{k:02}").into_bytes();
+                    db.remove(&key).unwrap();
+                    model.remove(&key);
+                }
+                Op::Flush => db.flush().unwrap(),
+                Op::Compact => db.compact().unwrap(),
+                Op::Reopen => {
+                    drop(db);
+                    db = open(&fs, true);
+                }
+                Op::Check => check_all(&db, &model, COLORS),
+            }
+        }
+        check_all(&db, &model, COLORS);
+    }
+}
+
+#[test]
+fn a_snapshot_finds_what_it_saw() {
+    let fs = FaultInjectionFs::new();
+    let db = open(&fs, true);
+    db.insert(b"a", b"1,red").unwrap();
+    db.insert(b"b", b"2,red").unwrap();
+    db.flush().unwrap();
+    let snapshot = db.snapshot();
+    db.insert(b"a", b"1,blue").unwrap();
+    db.remove(b"b").unwrap();
+    db.insert(b"c", b"3,red").unwrap();
+    db.compact().unwrap();
+    let then: Vec<Vec<u8>> = snapshot
+        .find_keys("color", "red")
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(then, [b"a".to_vec(), b"b".to_vec()]);
+    let now: Vec<Vec<u8>> = db
+        .find_keys("color", "red")
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(now, [b"c".to_vec()]);
+    assert!(db.find("no such index", "red").is_err());
+}
+
+#[test]
+fn absent_values_scan_no_table_and_unique_values_few() {
+    let fs = FaultInjectionFs::new();
+    let db = open(&fs, true);
+    for i in 0..3_000u32 {
+        db.insert(format!("key{i:05}"), record(i, 3_000)).unwrap();
+    }
+    db.compact().unwrap();
+    let tables: usize = db.stats().levels.iter().map(|l| l.tables).sum();
+    assert!(tables >= 20, "{tables} tables");
+    for method in [Method::BloomScan, Method::Hierarchy, Method::Flat] {
+        let mut scanned = 0;
+        for c in 0..100 {
+            let found = db.find_with("color", format!("absent{c}"), method).unwrap();
+            scanned += found.stats().tables_scanned;
+            assert_eq!(found.count(), 0);
+        }
+        // Each (query, table) pair is a leaf's false positive with the
+        // leaf's FPR, about 1% at this fill: 2% of the pairs bounds it.
+        let pairs = 100 * tables as u64;
+        assert!(
+            scanned * 50 <= pairs,
+            "{method:?}: {scanned} of {pairs} (query, table) pairs scanned"
+        );
+        let found = db.find_with("color", "c1234", method).unwrap();
+        assert_eq!(found.stats().tables_matched, 1);
+        assert!(found.stats().tables_scanned <= 3, "{:?}", found.stats());
+        assert_eq!(found.count(), 1);
+    }
+}
+
+#[test]
+fn an_index_added_later_answers_completely_before_and_after_backfill() {
+    let fs = FaultInjectionFs::new();
+    let mut model = Model::new();
+    {
+        let db = open(&fs, false);
+        for i in 0..800u32 {
+            let key = format!("key{i:04}").into_bytes();
+            db.insert(&key, record(i, 7)).unwrap();
+            model.insert(key, record(i, 7));
+        }
+        db.compact().unwrap();
+        db.add_index(IndexDef::new("color", Extractor::delimited(1, b',')).leaf_bits(2048))
+            .unwrap();
+        // Not backfilled yet: the tables have no leaf and are scanned.
+        let found = db.find_with("color", "c3", Method::Flat).unwrap();
+        assert!(found.stats().tables_unindexed > 0, "{:?}", found.stats());
+        check_all(&db, &model, 7);
+        db.wait_for_backfill().unwrap();
+        let found = db.find_with("color", "absent", Method::Flat).unwrap();
+        assert_eq!(found.stats().tables_unindexed, 0, "{:?}", found.stats());
+        check_all(&db, &model, 7);
+    }
+    let db = open(&fs, true);
+    check_all(&db, &model, 7);
+}
+
+#[test]
+fn a_damaged_leaf_makes_its_table_scanned_not_missed() {
+    let fs = FaultInjectionFs::new();
+    let mut model = Model::new();
+    {
+        let db = open(&fs, true);
+        for i in 0..400u32 {
+            let key = format!("key{i:04}").into_bytes();
+            db.insert(&key, record(i, 4)).unwrap();
+            model.insert(key, record(i, 4));
+        }
+        db.compact().unwrap();
+    }
+    // Damage the value filter region of every table: a byte in the middle
+    // of each leaf block, found through the table's own summary.
+    let mut damaged = 0;
+    for name in siftdb::fs::FileSystem::list(&fs, Path::new("/db")).unwrap() {
+        if !name.ends_with(".sst") {
+            continue;
+        }
+        let path = Path::new("/db").join(&name);
+        let table = siftdb::TableFile::open_in(&fs, &path).unwrap();
+        let summary = table.properties();
+        let Some(leaf) = summary.value_filters.first() else {
+            continue;
+        };
+        let mut bytes = fs.contents(&path).unwrap();
+        let at = leaf.offset as usize + leaf.size as usize / 2;
+        bytes[at] ^= 0x41;
+        fs.set_contents(&path, bytes).unwrap();
+        let reopened = siftdb::TableFile::open_in(&fs, &path).unwrap();
+        assert!(
+            reopened.verify().is_err(),
+            "verify reports the damaged leaf of {name}"
+        );
+        damaged += 1;
+    }
+    assert!(damaged > 0);
+    let db = open(&fs, true);
+    for method in METHODS {
+        let found = db.find_with("color", "c2", method).unwrap();
+        assert!(found.stats().tables_unindexed > 0 || method == Method::Scan);
+    }
+    check_all(&db, &model, 4);
+}
