@@ -39,34 +39,38 @@ pub struct CostModel {
     pub scan_entry_ns: f64,
 }
 
-impl Default for CostModel {
+impl CostModel {
     /// Measured with `cargo bench -p sift-value-index` on the development
     /// machine (2 shared cores): 1000 leaves of m = 20,000 bits, k = 7,
     /// 64 absent values per batch; per-probe figures are batch time
     /// divided by the `ProbeStats` counts the bench prints.
+    pub const DEFAULT: Self = Self {
+        // `search_half_full/BloomScan`: 1.35 ms per 64 queries over
+        // 1000 leaves at fill 0.5 = 21 ns a probe (2.5 MB of filters,
+        // out of cache). Sparse leaves (fill 0.07) stop at the first
+        // bit: 3.5 ns. The denser figure is the one that matters.
+        leaf_probe_ns: 20.0,
+        // `search_*/Hierarchy`: batch time over nodes + leaves probed:
+        // 7.8 ns (sparse, d = 16) to 19.8 ns (half full, d = 4); inner
+        // nodes are denser than leaves, so more bits are tested.
+        inner_probe_ns: 15.0,
+        // `search_*/Flat`: 85-137 ns a query for 7 rows of 16 words
+        // (112 words), 0.8-1.2 ns a word with candidate extraction.
+        flat_word_ns: 1.0,
+        // Not measurable here (no tables): a table iterator seeks its
+        // first block, roughly one point read in the engine (~2 µs);
+        // the engine should pass its own figure.
+        scan_table_ns: 2_000.0,
+        // `scan/entries_10000`: 22 µs for 10,000 in-memory 100-byte
+        // value compares = 2.2 ns an entry. A lower bound: the engine
+        // also decodes blocks, so real scans cost more.
+        scan_entry_ns: 2.2,
+    };
+}
+
+impl Default for CostModel {
     fn default() -> Self {
-        Self {
-            // `search_half_full/BloomScan`: 1.35 ms per 64 queries over
-            // 1000 leaves at fill 0.5 = 21 ns a probe (2.5 MB of filters,
-            // out of cache). Sparse leaves (fill 0.07) stop at the first
-            // bit: 3.5 ns. The denser figure is the one that matters.
-            leaf_probe_ns: 20.0,
-            // `search_*/Hierarchy`: batch time over nodes + leaves probed:
-            // 7.8 ns (sparse, d = 16) to 19.8 ns (half full, d = 4); inner
-            // nodes are denser than leaves, so more bits are tested.
-            inner_probe_ns: 15.0,
-            // `search_*/Flat`: 85-137 ns a query for 7 rows of 16 words
-            // (112 words), 0.8-1.2 ns a word with candidate extraction.
-            flat_word_ns: 1.0,
-            // Not measurable here (no tables): a table iterator seeks its
-            // first block, roughly one point read in the engine (~2 µs);
-            // the engine should pass its own figure.
-            scan_table_ns: 2_000.0,
-            // `scan/entries_10000`: 22 µs for 10,000 in-memory 100-byte
-            // value compares = 2.2 ns an entry. A lower bound: the engine
-            // also decodes blocks, so real scans cost more.
-            scan_entry_ns: 2.2,
-        }
+        Self::DEFAULT
     }
 }
 
