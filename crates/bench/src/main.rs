@@ -3,13 +3,15 @@
 //!
 //! Each subcommand is one family of named workloads that prints one table of
 //! results (or JSON lines with `--json`). Progress goes to stderr so stdout
-//! stays parseable. `filters` compares filters, `db` whole engines;
-//! `value-search` and `txn` join as their crates land.
+//! stays parseable. `filters` compares filters, `db` whole engines,
+//! `value-search` the methods of search by value; `txn` joins as its crate
+//! lands.
 
 use clap::{Parser, Subcommand};
 
 mod db;
 mod filters;
+mod value_search;
 
 /// Command line of the `sift-bench` binary.
 #[derive(Parser, Debug)]
@@ -26,11 +28,14 @@ enum Command {
     Filters(filters::Args),
     /// Whole-engine workloads (fillrandom, readrandom, readmissing, ...): Sift against fjall.
     Db(db::Args),
+    /// Search by value: scan, bloom-scan, hierarchy, flat and the planner on hundreds of tables.
+    ValueSearch(value_search::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Filters(args) => filters::run(&args),
         Command::Db(args) => db::run(&args),
+        Command::ValueSearch(args) => value_search::run(&args),
     }
 }
