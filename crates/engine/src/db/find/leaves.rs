@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sift_value_index::ValueIndex;
+use sift_value_index::{Profile, ValueIndex};
 
 use crate::error::{Error, Result};
 use crate::index::IndexRecord;
@@ -30,6 +30,16 @@ pub(crate) struct IndexState {
     pub unindexed: BTreeSet<u64>,
     /// Every table the structures reflect.
     tables: BTreeSet<u64>,
+    /// The planner's view of the leaves, computed on the first search
+    /// after a change (it reads every leaf's bits).
+    profile: Option<Profile>,
+}
+
+impl IndexState {
+    /// The leaves' profile, recomputed only after the leaves changed.
+    pub(crate) fn profile(&mut self) -> &Profile {
+        self.profile.get_or_insert_with(|| self.index.profile())
+    }
 }
 
 /// The search structures of every value index.
@@ -54,7 +64,11 @@ impl IndexLeaves {
     }
 
     /// Brings `record`'s structures in step with `version` and returns them.
-    pub(crate) fn sync(&mut self, version: &Version, record: &IndexRecord) -> Result<&IndexState> {
+    pub(crate) fn sync(
+        &mut self,
+        version: &Version,
+        record: &IndexRecord,
+    ) -> Result<&mut IndexState> {
         let internal = |e: sift_value_index::Error| {
             Error::Background(format!("value index {}: {e}", record.name))
         };
@@ -71,6 +85,7 @@ impl IndexLeaves {
                     index,
                     unindexed: BTreeSet::new(),
                     tables: BTreeSet::new(),
+                    profile: None,
                 },
             );
         }
@@ -84,6 +99,9 @@ impl IndexLeaves {
             .filter(|id| !live.contains_key(id))
             .copied()
             .collect();
+        if !gone.is_empty() || live.len() != state.tables.len() {
+            state.profile = None;
+        }
         for id in gone {
             state.tables.remove(&id);
             if !state.unindexed.remove(&id) {

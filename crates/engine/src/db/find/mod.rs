@@ -154,7 +154,7 @@ impl Inner {
             let mut leaves = super::lock(&self.value_leaves);
             let state = leaves.sync(&current.version, &record)?;
             let method = method.unwrap_or_else(|| {
-                let mut profile = state.index.profile();
+                let mut profile = state.profile().clone();
                 let tables = current.version.tables().count().max(1);
                 let entries: u64 = current.version.tables().map(|t| t.meta.entries).sum();
                 profile.mean_leaf_entries = entries as f64 / tables as f64;
