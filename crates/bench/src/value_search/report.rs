@@ -60,21 +60,22 @@ impl Row {
         absent: bool,
     ) -> Self {
         let ms = Spread::of(&tally.rep_ms);
-        let note = if !tally.picks.is_empty() {
-            let picks: Vec<String> = tally
-                .picks
-                .iter()
-                .map(|(name, n)| format!("{name} {n}"))
-                .collect();
-            format!("picked {}", picks.join(", "))
-        } else if absent {
-            format!(
+        let picks: Vec<String> = tally
+            .picks
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        let mut notes = Vec::new();
+        if !picks.is_empty() {
+            notes.push(format!("picked {}", picks.join(", ")));
+        }
+        if absent {
+            notes.push(format!(
                 "no table scanned in {:.1}%",
                 100.0 * tally.no_scan as f64 / tally.queries.max(1) as f64
-            )
-        } else {
-            String::new()
-        };
+            ));
+        }
+        let note = notes.join("; ");
         Self {
             experiment,
             method: name.to_owned(),
