@@ -51,7 +51,8 @@ pub struct FindStats {
     pub method: Method,
     /// Inner nodes of the hierarchy probed.
     pub inner_nodes_probed: u64,
-    /// Leaf filters probed (one by one, or as columns of the flat layout).
+    /// Leaf filters probed one by one (bloom-scan, and the hierarchy's
+    /// bottom nodes); the flat layout reads rows instead: `words_anded`.
     pub leaves_probed: u64,
     /// Leaves that said "maybe".
     pub leaves_positive: u64,
