@@ -148,18 +148,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .iter()
         .map(|((engine, workload, shape), s)| Row::summarize(engine, *workload, *shape, s))
         .collect();
-    if args.json {
-        for row in &rows {
-            println!("{}", row.json()?);
-        }
-    } else {
-        print!("{}", report::table(&rows));
-    }
-    eprintln!(
-        "load average at end: {}",
-        crate::filters::report::load_average()
-    );
-    Ok(())
+    crate::filters::report::emit(args.json, &rows, Row::json, report::table)
 }
 
 /// One engine's whole sequence (see the module docs).

@@ -117,6 +117,26 @@ pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Prints the rows of a run: one JSON object per line with `json`, else
+/// the table; then the load average, to stderr, so the reader can judge
+/// the noise.
+pub fn emit<R>(
+    json: bool,
+    rows: &[R],
+    to_json: impl Fn(&R) -> anyhow::Result<String>,
+    table: impl FnOnce(&[R]) -> String,
+) -> anyhow::Result<()> {
+    if json {
+        for row in rows {
+            println!("{}", to_json(row)?);
+        }
+    } else {
+        print!("{}", table(rows));
+    }
+    eprintln!("load average at end: {}", load_average());
+    Ok(())
+}
+
 /// The 1-, 5- and 15-minute load averages from `/proc/loadavg`, as `uptime`
 /// prints them.
 pub fn load_average() -> String {

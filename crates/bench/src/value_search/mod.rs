@@ -147,18 +147,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         rows.extend(write_rows(args, &plan)?);
     }
     rows.sort_by_key(|r| r.experiment);
-    if args.json {
-        for row in &rows {
-            println!("{}", row.json()?);
-        }
-    } else {
-        print!("{}", report::table(&rows));
-    }
-    eprintln!(
-        "load average at end: {}",
-        crate::filters::report::load_average()
-    );
-    Ok(())
+    crate::filters::report::emit(args.json, &rows, Row::json, report::table)
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {

@@ -10,7 +10,7 @@ use crate::key::{Entry, SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
-use super::flush::projected_entries;
+use super::flush::{Outputs, projected_entries};
 use super::stats::{add, bump};
 use super::{Inner, SuperVersion, lock};
 
@@ -100,6 +100,18 @@ impl Inner {
             true,
         )?;
         let written: u64 = outputs.metas.iter().map(|m| m.file_size).sum();
+        self.replace_tables(&inputs, outputs)?;
+        bump(&self.counters.compactions);
+        add(&self.counters.compaction_bytes_written, written);
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Installs a version where `outputs` replace `inputs` (the memtables
+    /// unchanged), then schedules the inputs' files for deletion once no
+    /// reader holds them: the end of every compaction and table rewrite.
+    pub(crate) fn replace_tables(&self, inputs: &[Arc<LiveTable>], outputs: Outputs) -> Result<()> {
         let mut state = lock(&self.state);
         let edit = VersionEdit {
             removed: inputs.iter().map(|t| (t.meta.level, t.meta.id)).collect(),
@@ -114,11 +126,9 @@ impl Inner {
             version: next,
         });
         drop(state);
-        for table in &inputs {
+        for table in inputs {
             table.mark_obsolete();
         }
-        bump(&self.counters.compactions);
-        add(&self.counters.compaction_bytes_written, written);
         Ok(())
     }
 }

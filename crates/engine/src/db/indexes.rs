@@ -235,22 +235,7 @@ impl Inner {
             u64::MAX,
             true,
         )?;
-        let mut state = lock(&self.state);
-        let edit = VersionEdit {
-            removed: vec![(table.meta.level, table.meta.id)],
-            added: outputs.metas,
-            ..VersionEdit::default()
-        };
-        let next = self.log_and_apply(&mut state, edit, &outputs.opened)?;
-        let now = self.current();
-        self.install(SuperVersion {
-            active: Arc::clone(&now.active),
-            immutables: now.immutables.clone(),
-            version: next,
-        });
-        drop(state);
-        table.mark_obsolete();
-        Ok(())
+        self.replace_tables(std::slice::from_ref(table), outputs)
     }
 }
 
