@@ -1,0 +1,257 @@
+//! The command line: global flags and one variant per subcommand.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Where `--db` points when it is not given.
+pub const DEFAULT_DB: &str = "./sift-data";
+
+/// `sift`: read, write, import, search by value, inspect and verify a Sift
+/// database.
+///
+/// Exit codes: 0 ok, 1 not found (a key, an index, a search without
+/// results), 2 usage (bad arguments or input), 3 corruption or I/O.
+#[derive(Parser, Debug)]
+#[command(name = "sift", version, about, long_about)]
+pub struct Cli {
+    /// The database directory.
+    #[arg(long, global = true, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+
+    /// Print data as JSON (one object per line for listings).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Keys and values are hex, both in arguments and in output (for binary data).
+    #[arg(long, global = true)]
+    pub hex: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Stores VALUE under KEY (synced before `sift` exits).
+    Put {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// Prints the value stored under KEY (exit 1 if there is none).
+    Get {
+        /// The key.
+        key: String,
+    },
+    /// Deletes KEY (deleting an absent key is not an error).
+    Delete {
+        /// The key.
+        key: String,
+    },
+    /// Lists entries in key order.
+    Scan(ScanArgs),
+    /// Searches by value through a value index (exit 1 if nothing matches).
+    Find(FindArgs),
+    /// Loads records from a CSV or JSON-lines file.
+    Import(ImportArgs),
+    /// Writes every entry (or a prefix's) as JSON lines or CSV.
+    Export(ExportArgs),
+    /// Adds, lists or drops value indexes.
+    #[command(subcommand)]
+    Index(IndexCommand),
+    /// Per-level tables, bytes and filters, and the value indexes.
+    Stats(StatsArgs),
+    /// Checks every checksum and every filter; exit 3 on any problem.
+    Verify,
+    /// Prints a table file's properties and entries.
+    DumpSst(DumpSstArgs),
+    /// Compacts the whole database into its last level.
+    Compact,
+    /// Loads a demo data set and shows what Sift's filters do with it.
+    Demo(crate::demo::DemoArgs),
+}
+
+/// `sift scan`.
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Only keys starting with this prefix.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub prefix: Option<String>,
+    /// First key (inclusive).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last key (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Largest key first.
+    #[arg(long)]
+    pub reverse: bool,
+    /// At most this many entries.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print keys only.
+    #[arg(long)]
+    pub keys_only: bool,
+}
+
+/// `sift find`.
+#[derive(Args, Debug)]
+pub struct FindArgs {
+    /// The value index to search.
+    #[arg(long)]
+    pub index: String,
+    /// The value searched for (as the index's extractor yields it).
+    pub value: String,
+    /// How to search the value filters.
+    #[arg(long, value_enum, default_value_t = FindMethod::Auto)]
+    pub method: FindMethod,
+    /// Print what the search did (filters probed, tables scanned) after the results.
+    #[arg(long)]
+    pub explain: bool,
+    /// At most this many results.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print keys only.
+    #[arg(long)]
+    pub keys_only: bool,
+}
+
+/// How `sift find` searches.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FindMethod {
+    /// The planner picks the cheapest method for the current tables.
+    Auto,
+    /// Read every table (no filters): the baseline.
+    Scan,
+    /// Probe every table's value filter, read those that say "maybe".
+    BloomScan,
+    /// Descend the Bloom-filter hierarchy over the value filters.
+    Hierarchy,
+    /// AND the bit-sliced rows of every value filter.
+    Flat,
+}
+
+/// Input formats of `sift import`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportFormat {
+    /// Comma-separated with a header row.
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// `sift import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The file to read (`-` for standard input).
+    pub file: PathBuf,
+    /// Its format.
+    #[arg(long, value_enum)]
+    pub format: ImportFormat,
+    /// The column(s) forming each record's key, comma-separated; several
+    /// columns are joined with `--key-separator`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub key: Vec<String>,
+    /// Joins the columns of a composite key.
+    #[arg(long, default_value = "/")]
+    pub key_separator: String,
+    /// Store only this column as the value (default: the whole record, as a
+    /// JSON object). With `--hex`, the column holds hex.
+    #[arg(long)]
+    pub value: Option<String>,
+    /// Declare value index NAME on column COL before loading (NAME=COL,
+    /// repeatable; COL may be a JSON Pointer such as /user/name).
+    #[arg(long = "index", value_name = "NAME=COL")]
+    pub indexes: Vec<String>,
+    /// Records per write batch.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+}
+
+/// Output formats of `sift export`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// `{"key": ..., "value": ...}` per line.
+    Jsonl,
+    /// A `key,value` header, then one row per entry.
+    Csv,
+}
+
+/// `sift export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The file to write (default: standard output).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Its format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+    /// Only keys starting with this prefix.
+    #[arg(long)]
+    pub prefix: Option<String>,
+}
+
+/// `sift index ...`.
+#[derive(Subcommand, Debug)]
+pub enum IndexCommand {
+    /// Declares a value index and fills it for the existing tables.
+    Add(IndexAddArgs),
+    /// Lists the value indexes.
+    List,
+    /// Drops a value index.
+    Drop {
+        /// The index's name.
+        name: String,
+    },
+}
+
+/// `sift index add`: what the index extracts from each value.
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("extractor").required(true)
+    .args(["field", "column", "whole_value"])))]
+pub struct IndexAddArgs {
+    /// The index's name.
+    pub name: String,
+    /// A field of JSON values: a name (`origin`) or a JSON Pointer (`/user/name`).
+    #[arg(long)]
+    pub field: Option<String>,
+    /// A column (0 first) of delimited values.
+    #[arg(long)]
+    pub column: Option<usize>,
+    /// The byte between columns, with `--column`.
+    #[arg(long, default_value = ",", requires = "column")]
+    pub separator: String,
+    /// The whole value.
+    #[arg(long)]
+    pub whole_value: bool,
+    /// Bits of each table's value filter (default: sized from the table's entries).
+    #[arg(long)]
+    pub leaf_bits: Option<u64>,
+}
+
+/// `sift stats`.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Absent keys to probe for the observed false-positive rate per level
+    /// (0: shape only). Each is an existing key with a suffix, so it lands
+    /// inside a table's key range and reaches its filter.
+    #[arg(long, default_value_t = 10_000)]
+    pub sample: u64,
+}
+
+/// `sift dump-sst`.
+#[derive(Args, Debug)]
+pub struct DumpSstArgs {
+    /// The table file (`NNNNNN.sst` in a database directory).
+    pub file: PathBuf,
+    /// Properties only, no entries.
+    #[arg(long)]
+    pub summary: bool,
+    /// At most this many entries.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}

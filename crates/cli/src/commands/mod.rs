@@ -1,0 +1,56 @@
+//! One module per subcommand; [`run`] dispatches.
+
+mod compact;
+mod dump_sst;
+mod export;
+mod find;
+mod import;
+mod index;
+mod kv;
+mod scan;
+mod stats;
+mod verify;
+
+use std::path::Path;
+
+use siftdb::Db;
+
+use crate::cli::Command;
+use crate::error::{Failure, Outcome};
+use crate::output::Output;
+
+/// Runs `command` on the database at `db`.
+pub fn run(db: &Path, command: Command, out: &mut Output) -> Outcome {
+    match command {
+        Command::Put { key, value } => kv::put(db, &key, &value, out),
+        Command::Get { key } => kv::get(db, &key, out),
+        Command::Delete { key } => kv::delete(db, &key, out),
+        Command::Scan(args) => scan::run(db, &args, out),
+        Command::Find(args) => find::run(db, &args, out),
+        Command::Import(args) => import::run(db, &args, out),
+        Command::Export(args) => export::run(db, &args, out),
+        Command::Index(command) => index::run(db, command, out),
+        Command::Stats(args) => stats::run(db, &args, out),
+        Command::Verify => verify::run(db, out),
+        Command::DumpSst(args) => dump_sst::run(&args, out),
+        Command::Compact => compact::run(db, out),
+        Command::Demo(args) => crate::demo::run(&args, out),
+    }
+}
+
+/// Opens the database at `path`, creating it if needed (commands that write).
+pub fn open_or_create(path: &Path) -> Outcome<Db> {
+    Ok(Db::open(path)?)
+}
+
+/// Opens the database at `path`, which must exist (commands that only read
+/// or maintain: a mistyped `--db` is an error, not a new empty database).
+pub fn open_existing(path: &Path) -> Outcome<Db> {
+    if !path.join("CURRENT").is_file() {
+        return Err(Failure::usage(format!(
+            "no Sift database at {} (give --db, or create one with put or import)",
+            path.display()
+        )));
+    }
+    open_or_create(path)
+}

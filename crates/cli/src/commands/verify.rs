@@ -1,0 +1,5 @@
+//! stub
+/// stub
+pub fn run(_db: &std::path::Path, _out: &mut crate::output::Output) -> crate::error::Outcome {
+    Err(crate::error::Failure::usage("not built yet"))
+}

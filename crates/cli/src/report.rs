@@ -1,0 +1,123 @@
+//! Tables shared by `sift stats` and `sift demo`: the levels with their
+//! filters, and the value indexes.
+
+use serde_json::{Value, json};
+use siftdb::{IndexInfo, LevelStats, Stats};
+
+use crate::error::Outcome;
+use crate::output::Output;
+
+/// Prints one row per non-empty level: tables, bytes, key filter, and what
+/// the filters answered since the database was opened.
+pub fn levels(out: &mut Output, stats: &Stats) -> Outcome {
+    if out.json {
+        let levels = nonempty_levels(stats)
+            .map(|(level, s)| level_json(level, s))
+            .collect();
+        return out.json_line(&json!({ "levels": Value::Array(levels) }));
+    }
+    out.line(format!(
+        "{:<5} {:>6} {:>10} {:>10}  {:<20} {:>8} {:>9} {:>9} {:>8}",
+        "level", "tables", "bytes", "keys", "key filter", "bits/key", "probes", "said no", "FPR"
+    ))?;
+    for (level, s) in nonempty_levels(stats) {
+        out.line(format!(
+            "L{level:<4} {:>6} {:>10} {:>10}  {:<20} {:>8.2} {:>9} {:>9} {:>8}",
+            s.tables,
+            human_bytes(s.bytes),
+            s.distinct_keys,
+            s.filter_kind,
+            s.filter_bits_per_key,
+            s.filter_probes,
+            s.filter_negatives,
+            s.observed_fpr()
+                .map_or("-".into(), |fpr| format!("{:.3}%", fpr * 100.0)),
+        ))?;
+    }
+    Ok(())
+}
+
+/// Prints one row per value index: what it extracts and how many tables carry its filter.
+pub fn indexes(out: &mut Output, indexes: &[IndexInfo]) -> Outcome {
+    if out.json {
+        let list = indexes.iter().map(index_json).collect();
+        return out.json_line(&json!({ "indexes": Value::Array(list) }));
+    }
+    if indexes.is_empty() {
+        return out.line("no value indexes");
+    }
+    out.line(format!(
+        "{:<16} {:<28} {:>10} {:>8} {:>8} {:>10}",
+        "index", "extracts", "leaf bits", "indexed", "pending", "unreadable"
+    ))?;
+    for index in indexes {
+        out.line(format!(
+            "{:<16} {:<28} {:>10} {:>8} {:>8} {:>10}",
+            index.name,
+            index.extractor,
+            index.leaf_shape.bits,
+            index.tables_indexed,
+            index.tables_missing,
+            index.tables_unreadable,
+        ))?;
+    }
+    Ok(())
+}
+
+/// One value index as JSON.
+pub fn index_json(index: &IndexInfo) -> Value {
+    json!({
+        "name": index.name,
+        "id": index.id,
+        "extractor": index.extractor,
+        "leaf_bits": index.leaf_shape.bits,
+        "leaf_probes": index.leaf_shape.probes,
+        "tables_indexed": index.tables_indexed,
+        "tables_missing": index.tables_missing,
+        "tables_unreadable": index.tables_unreadable,
+    })
+}
+
+/// Levels that hold tables, with their numbers.
+fn nonempty_levels(stats: &Stats) -> impl Iterator<Item = (usize, &LevelStats)> {
+    stats
+        .levels
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.tables > 0)
+}
+
+/// One level as JSON.
+fn level_json(level: usize, s: &LevelStats) -> Value {
+    json!({
+        "level": level,
+        "runs": s.runs,
+        "tables": s.tables,
+        "bytes": s.bytes,
+        "entries": s.entries,
+        "distinct_keys": s.distinct_keys,
+        "filter_kind": s.filter_kind,
+        "filter_bytes": s.filter_bytes,
+        "filter_bits_per_key": s.filter_bits_per_key,
+        "filter_probes": s.filter_probes,
+        "filter_negatives": s.filter_negatives,
+        "filter_false_positives": s.filter_false_positives,
+        "observed_fpr": s.observed_fpr(),
+    })
+}
+
+/// `bytes` with a binary unit (`12.3 MiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut size = bytes as f64;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{size:.1} {}", UNITS[unit])
+    }
+}
