@@ -84,7 +84,11 @@ impl From<siftdb::Error> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(error: std::io::Error) -> Self {
-        Self::storage(error.to_string())
+        let kind = match error.kind() {
+            std::io::ErrorKind::BrokenPipe => Kind::PipeClosed,
+            _ => Kind::Storage,
+        };
+        Self::new(kind, error.to_string())
     }
 }
 

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::error::{Failure, Kind, Outcome};
+use crate::error::{Failure, Outcome};
 
 /// The global `--json` and `--hex` flags, and standard output.
 pub struct Output {
@@ -94,12 +94,11 @@ pub fn display_bytes(bytes: &[u8]) -> String {
     }
 }
 
-/// A write to standard output failed: a closed pipe (`sift scan | head`)
-/// ends the command quietly, anything else is an I/O error.
+/// A write to standard output failed (a closed pipe ends the command quietly).
 fn broken_pipe(error: io::Error) -> Failure {
-    let kind = match error.kind() {
-        io::ErrorKind::BrokenPipe => Kind::PipeClosed,
-        _ => Kind::Storage,
-    };
-    Failure::new(kind, format!("writing to standard output: {error}"))
+    let failure = Failure::from(error);
+    Failure::new(
+        failure.kind,
+        format!("writing to standard output: {failure}"),
+    )
 }

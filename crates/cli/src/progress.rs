@@ -45,3 +45,26 @@ pub fn spinner(message: &str) -> ProgressBar {
     spinner.enable_steady_tick(TICK);
     spinner
 }
+
+/// How often [`track`] reads the position.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Runs `work` on a second thread while this one moves `bar` to
+/// `position()` every [`POLL`], for work that reports no progress itself.
+pub fn track<T: Send>(
+    bar: &ProgressBar,
+    work: impl FnOnce() -> T + Send,
+    position: impl Fn() -> u64,
+) -> T {
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(work);
+        while !worker.is_finished() {
+            bar.set_position(position());
+            std::thread::sleep(POLL);
+        }
+        bar.finish_and_clear();
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}

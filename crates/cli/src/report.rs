@@ -2,7 +2,7 @@
 //! filters, and the value indexes.
 
 use serde_json::{Value, json};
-use siftdb::{IndexInfo, LevelStats, Stats};
+use siftdb::{FindStats, IndexInfo, LevelStats, Method, Stats};
 
 use crate::error::Outcome;
 use crate::output::Output;
@@ -78,6 +78,13 @@ pub fn index_json(index: &IndexInfo) -> Value {
     })
 }
 
+/// The non-empty levels as a JSON array.
+pub fn levels_json(stats: &Stats) -> Value {
+    nonempty_levels(stats)
+        .map(|(level, s)| level_json(level, s))
+        .collect()
+}
+
 /// Levels that hold tables, with their numbers.
 fn nonempty_levels(stats: &Stats) -> impl Iterator<Item = (usize, &LevelStats)> {
     stats
@@ -120,4 +127,63 @@ pub fn human_bytes(bytes: u64) -> String {
     } else {
         format!("{size:.1} {}", UNITS[unit])
     }
+}
+
+/// A search method's name as the command line spells it.
+pub fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Scan => "scan",
+        Method::BloomScan => "bloom-scan",
+        Method::Hierarchy => "hierarchy",
+        Method::Flat => "flat",
+    }
+}
+
+/// What one search by value did, as JSON; `tables` is how many tables the
+/// database had.
+pub fn explain_json(stats: &FindStats, tables: usize) -> Value {
+    json!({
+        "method": method_name(stats.method),
+        "tables": tables,
+        "inner_nodes_probed": stats.inner_nodes_probed,
+        "leaves_probed": stats.leaves_probed,
+        "leaves_positive": stats.leaves_positive,
+        "words_anded": stats.words_anded,
+        "tables_scanned": stats.tables_scanned,
+        "tables_unindexed": stats.tables_unindexed,
+        "tables_matched": stats.tables_matched,
+        "memtable_entries_scanned": stats.memtable_entries_scanned,
+        "entries_validated": stats.entries_validated,
+        "results": stats.results,
+    })
+}
+
+/// What one search by value did, in one sentence.
+pub fn explain_line(stats: &FindStats, tables: usize) -> String {
+    let filters = match stats.method {
+        Method::Scan => "no value filter read".to_owned(),
+        Method::Flat => format!(
+            "{} filter words ANDed, {} tables said maybe",
+            stats.words_anded, stats.leaves_positive
+        ),
+        _ => format!(
+            "{} inner nodes and {} table filters probed, {} said maybe",
+            stats.inner_nodes_probed, stats.leaves_probed, stats.leaves_positive
+        ),
+    };
+    format!(
+        "{}: {filters}; read {} of {tables} tables ({} without a filter, {} held the value); \
+         {} memtable entries scanned; {} results",
+        method_name(stats.method),
+        stats.tables_scanned,
+        stats.tables_unindexed,
+        stats.tables_matched,
+        stats.memtable_entries_scanned,
+        stats.results,
+    )
+}
+
+/// Tables in the database.
+pub fn table_count(stats: &Stats) -> usize {
+    stats.levels.iter().map(|level| level.tables).sum()
 }

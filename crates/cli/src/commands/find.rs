@@ -1,9 +1,58 @@
-//! stub
-/// stub
-pub fn run(
-    _db: &std::path::Path,
-    _args: &crate::cli::FindArgs,
-    _out: &mut crate::output::Output,
-) -> crate::error::Outcome {
-    Err(crate::error::Failure::usage("not built yet"))
+//! `sift find`: entries whose value holds a value, through a value index.
+
+use std::path::Path;
+
+use serde_json::json;
+use siftdb::{Db, Find, Method};
+
+use super::open_existing;
+use crate::cli::{FindArgs, FindMethod};
+use crate::error::{Failure, Outcome};
+use crate::output::Output;
+use crate::report;
+
+/// Prints the entries matching `args`, then (`--explain`) what the search did.
+pub fn run(db: &Path, args: &FindArgs, out: &mut Output) -> Outcome {
+    let value = out.parse("value", &args.value)?;
+    let db = open_existing(db)?;
+    if !db.indexes().iter().any(|index| index.name == args.index) {
+        return Err(Failure::not_found(format!(
+            "no value index named {:?} (see `sift index list`)",
+            args.index
+        )));
+    }
+    let found = search(&db, &args.index, &value, args.method)?;
+    let stats = *found.stats();
+    for entry in found.take(args.limit.unwrap_or(usize::MAX)) {
+        let (key, value) = entry?;
+        out.entry(&key, (!args.keys_only).then_some(&value[..]))?;
+    }
+    if args.explain {
+        let tables = report::table_count(&db.stats());
+        if out.json {
+            out.json_line(&json!({ "explain": report::explain_json(&stats, tables) }))?;
+        } else {
+            out.line(format!("explain: {}", report::explain_line(&stats, tables)))?;
+        }
+    }
+    if stats.results == 0 {
+        return Err(Failure::not_found(format!(
+            "no entry has {} in index {:?}",
+            out.render(&value),
+            args.index
+        )));
+    }
+    Ok(())
+}
+
+/// Runs the search with the method asked for.
+fn search(db: &Db, index: &str, value: &[u8], method: FindMethod) -> siftdb::Result<Find> {
+    let method = match method {
+        FindMethod::Auto => return db.find(index, value),
+        FindMethod::Scan => Method::Scan,
+        FindMethod::BloomScan => Method::BloomScan,
+        FindMethod::Hierarchy => Method::Hierarchy,
+        FindMethod::Flat => Method::Flat,
+    };
+    db.find_with(index, value, method)
 }

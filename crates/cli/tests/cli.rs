@@ -1,0 +1,404 @@
+//! The `sift` binary run for real on temporary databases: every
+//! subcommand, its `--json` output parsed, and each error's exit code.
+
+#![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A temporary database directory and the `sift` command pointed at it.
+struct Sift {
+    dir: TempDir,
+}
+
+/// What one run printed and how it exited.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Standard output as one JSON value per line.
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    /// Asserts success and returns standard output.
+    fn ok(self) -> String {
+        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
+        self.stdout
+    }
+
+    /// Asserts exit code `code` with a one-line error and no Rust panic output.
+    fn fails_with(self, code: i32) -> String {
+        assert_eq!(
+            self.code, code,
+            "stdout: {} stderr: {}",
+            self.stdout, self.stderr
+        );
+        let error = self.stderr.trim_end();
+        assert!(
+            !error.contains("panicked") && !error.contains("RUST_BACKTRACE"),
+            "{error}"
+        );
+        error.to_owned()
+    }
+}
+
+impl Sift {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("db")
+    }
+
+    /// Runs `sift --db <db> args...`.
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_in(&self.db(), args)
+    }
+
+    /// Runs `sift --db <db> args...` on another database.
+    fn run_in(&self, db: &Path, args: &[&str]) -> Run {
+        let output = Command::cargo_bin("sift")
+            .unwrap()
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap();
+        Run {
+            code: output.status.code().unwrap(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
+    /// Writes `text` to a file in the temporary directory.
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    /// Files of the database whose name ends with `suffix`.
+    fn files(&self, suffix: &str) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.db())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.to_str().unwrap().ends_with(suffix))
+            .collect();
+        files.sort();
+        files
+    }
+}
+
+const FLIGHTS_CSV: &str = "\
+id,origin,dest,carrier
+1,SFO,JFK,UA
+2,LAX,SFO,AA
+3,SFO,ORD,UA
+4,JFK,LAX,DL
+";
+
+#[test]
+fn put_get_delete_round_trip() {
+    let sift = Sift::new();
+    sift.run(&["put", "user/1", "ada"]).ok();
+    assert_eq!(sift.run(&["get", "user/1"]).ok(), "ada\n");
+    let json = sift.run(&["--json", "get", "user/1"]).json_lines();
+    assert_eq!(json, [serde_json::json!({"key": "user/1", "value": "ada"})]);
+    sift.run(&["delete", "user/1"]).ok();
+    let error = sift.run(&["get", "user/1"]).fails_with(1);
+    assert_eq!(error, "error: key user/1 not found");
+    // Deleting an absent key is not an error.
+    sift.run(&["delete", "user/1"]).ok();
+}
+
+#[test]
+fn hex_keys_and_values_carry_binary_data() {
+    let sift = Sift::new();
+    sift.run(&["--hex", "put", "00ff", "deadbeef"]).ok();
+    assert_eq!(sift.run(&["--hex", "get", "00ff"]).ok(), "deadbeef\n");
+    // Without --hex, bytes that are not UTF-8 are escaped, not lost.
+    assert_eq!(
+        sift.run(&["scan"]).ok(),
+        "\\x00\\xff\t\\xde\\xad\\xbe\\xef\n"
+    );
+    let error = sift.run(&["--hex", "get", "zz"]).fails_with(2);
+    assert!(error.contains("not hex"), "{error}");
+}
+
+#[test]
+fn scan_by_prefix_range_direction_and_limit() {
+    let sift = Sift::new();
+    for key in ["a/1", "a/2", "a/3", "b/1", "c/1"] {
+        sift.run(&["put", key, &key.to_uppercase()]).ok();
+    }
+    let keys = |args: &[&str]| {
+        let mut all = vec!["--json", "scan", "--keys-only"];
+        all.extend_from_slice(args);
+        sift.run(&all)
+            .json_lines()
+            .iter()
+            .map(|line| line["key"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&[]), ["a/1", "a/2", "a/3", "b/1", "c/1"]);
+    assert_eq!(keys(&["--prefix", "a/"]), ["a/1", "a/2", "a/3"]);
+    assert_eq!(
+        keys(&["--from", "a/2", "--to", "c/1"]),
+        ["a/2", "a/3", "b/1"]
+    );
+    assert_eq!(keys(&["--reverse", "--limit", "2"]), ["c/1", "b/1"]);
+    assert_eq!(
+        keys(&["--prefix", "a/", "--reverse"]),
+        ["a/3", "a/2", "a/1"]
+    );
+    assert_eq!(sift.run(&["scan", "--prefix", "b/"]).ok(), "b/1\tB/1\n");
+    sift.run(&["scan", "--prefix", "a", "--from", "b"])
+        .fails_with(2);
+}
+
+#[test]
+fn import_csv_then_find_with_explain() {
+    let sift = Sift::new();
+    let csv = sift.file("flights.csv", FLIGHTS_CSV);
+    let imported = sift.run(&[
+        "--json",
+        "import",
+        &csv,
+        "--format",
+        "csv",
+        "--key",
+        "id",
+        "--index",
+        "origin=origin",
+    ]);
+    assert_eq!(imported.json_lines()[0]["imported"], 4);
+    let lines = sift
+        .run(&["--json", "find", "--index", "origin", "SFO", "--explain"])
+        .json_lines();
+    let keys: Vec<&str> = lines[..2]
+        .iter()
+        .map(|l| l["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["1", "3"]);
+    let record: Value = serde_json::from_str(lines[0]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(record["dest"], "JFK");
+    let explain = &lines[2]["explain"];
+    assert_eq!(explain["results"], 2);
+    assert!(explain["tables"].as_u64().unwrap() >= 1);
+    // Every method finds the same entries.
+    for method in ["scan", "bloom-scan", "hierarchy", "flat"] {
+        let out = sift.run(&[
+            "find",
+            "--index",
+            "origin",
+            "SFO",
+            "--keys-only",
+            "--method",
+            method,
+        ]);
+        assert_eq!(out.ok(), "1\n3\n", "{method}");
+    }
+    // Nothing found, an unknown index: exit 1.
+    let error = sift
+        .run(&["find", "--index", "origin", "BOS"])
+        .fails_with(1);
+    assert!(error.contains("BOS"), "{error}");
+    sift.run(&["find", "--index", "nope", "SFO"]).fails_with(1);
+}
+
+#[test]
+fn import_jsonl_with_a_composite_key_and_a_nested_field() {
+    let sift = Sift::new();
+    let jsonl = sift.file(
+        "users.jsonl",
+        "{\"team\":\"red\",\"id\":7,\"address\":{\"city\":\"Oslo\"}}\n\n\
+         {\"team\":\"blue\",\"id\":8,\"address\":{\"city\":\"Lima\"}}\n",
+    );
+    sift.run(&[
+        "import",
+        &jsonl,
+        "--format",
+        "jsonl",
+        "--key",
+        "team,id",
+        "--index",
+        "city=/address/city",
+    ])
+    .ok();
+    assert_eq!(sift.run(&["scan", "--keys-only"]).ok(), "blue/8\nred/7\n");
+    assert_eq!(
+        sift.run(&["find", "--index", "city", "Oslo", "--keys-only"])
+            .ok(),
+        "red/7\n"
+    );
+}
+
+#[test]
+fn import_stops_at_a_bad_record_naming_its_line() {
+    let sift = Sift::new();
+    let jsonl = sift.file(
+        "bad.jsonl",
+        "{\"id\":1}\n{\"id\":2}\nnot json\n{\"id\":4}\n",
+    );
+    let error = sift
+        .run(&["import", &jsonl, "--format", "jsonl", "--key", "id"])
+        .fails_with(2);
+    assert!(
+        error.contains("line 3") && error.contains("2 records before it"),
+        "{error}"
+    );
+    assert_eq!(sift.run(&["scan", "--keys-only"]).ok(), "1\n2\n");
+
+    let missing_key = sift.file("nokey.jsonl", "{\"name\":\"x\"}\n");
+    let error = sift
+        .run(&["import", &missing_key, "--format", "jsonl", "--key", "id"])
+        .fails_with(2);
+    assert!(error.contains("no key column \"id\""), "{error}");
+    let csv = sift.file("ragged.csv", "id,a\n1,x\n2\n");
+    sift.run(&["import", &csv, "--format", "csv", "--key", "id"])
+        .fails_with(2);
+    sift.run(&["import", "absent.csv", "--format", "csv", "--key", "id"])
+        .fails_with(3);
+    let csv = sift.file("ok.csv", FLIGHTS_CSV);
+    let error = sift
+        .run(&[
+            "import", &csv, "--format", "csv", "--key", "id", "--index", "origin",
+        ])
+        .fails_with(2);
+    assert!(error.contains("NAME=COLUMN"), "{error}");
+}
+
+#[test]
+fn export_then_import_round_trips_binary_data() {
+    let sift = Sift::new();
+    sift.run(&["--hex", "put", "00", "ff00"]).ok();
+    sift.run(&["--hex", "put", "01", ""]).ok();
+    sift.run(&["put", "text", "a,\"b\"\nc"]).ok();
+    for format in ["jsonl", "csv"] {
+        let file = sift.dir.path().join(format!("dump.{format}"));
+        let file = file.to_str().unwrap();
+        sift.run(&["--hex", "export", "--format", format, "-o", file])
+            .ok();
+        let copy = sift.dir.path().join(format!("copy-{format}"));
+        let load = [
+            "--hex", "import", file, "--format", format, "--key", "key", "--value", "value",
+        ];
+        sift.run_in(&copy, &load).ok();
+        let original = sift.run(&["--hex", "scan"]).ok();
+        assert_eq!(
+            sift.run_in(&copy, &["--hex", "scan"]).ok(),
+            original,
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn index_add_list_drop() {
+    let sift = Sift::new();
+    let csv = sift.file("flights.csv", FLIGHTS_CSV);
+    sift.run(&["import", &csv, "--format", "csv", "--key", "id"])
+        .ok();
+    let added = sift.run(&["--json", "index", "add", "carrier", "--field", "carrier"]);
+    let added = &added.json_lines()[0]["added"];
+    assert_eq!(added["extractor"], "json /carrier");
+    assert_eq!(added["tables_missing"], 0);
+    assert_eq!(
+        sift.run(&["find", "--index", "carrier", "UA", "--keys-only"])
+            .ok(),
+        "1\n3\n"
+    );
+    let listed = sift.run(&["--json", "index", "list"]).json_lines();
+    assert_eq!(listed[0]["indexes"][0]["name"], "carrier");
+    sift.run(&["index", "add", "carrier", "--field", "dest"])
+        .fails_with(2);
+    sift.run(&["index", "add", "nothing"]).fails_with(2);
+    sift.run(&["index", "add", "sep", "--column", "1", "--separator", "::"])
+        .fails_with(2);
+    sift.run(&["index", "drop", "carrier"]).ok();
+    sift.run(&["index", "drop", "carrier"]).fails_with(1);
+    assert_eq!(
+        sift.run(&["--json", "index", "list"]).json_lines()[0]["indexes"],
+        Value::Array(vec![])
+    );
+}
+
+#[test]
+fn stats_report_levels_filters_and_indexes() {
+    let sift = Sift::new();
+    let csv = sift.file("flights.csv", FLIGHTS_CSV);
+    sift.run(&[
+        "import", &csv, "--format", "csv", "--key", "id", "--index", "o=origin",
+    ])
+    .ok();
+    let stats = &sift.run(&["--json", "stats"]).json_lines()[0];
+    assert_eq!(stats["entries"], 4);
+    let level = &stats["levels"][0];
+    assert_eq!(level["filter_kind"], "blocked_bloom");
+    assert!(level["filter_bits_per_key"].as_f64().unwrap() > 0.0);
+    assert!(stats["absent_keys_probed"].as_u64().unwrap() > 0);
+    assert_eq!(stats["indexes"][0]["name"], "o");
+    let text = sift.run(&["stats"]).ok();
+    assert!(
+        text.contains("key filter") && text.contains("json /origin"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compact_and_dump_sst() {
+    let sift = Sift::new();
+    for i in 0..50 {
+        sift.run(&["put", &format!("k{i:02}"), "v"]).ok();
+    }
+    let compacted = &sift.run(&["--json", "compact"]).json_lines()[0];
+    assert_eq!(compacted["tables"], 1);
+    let table = sift.files(".sst").pop().unwrap();
+    let table = table.to_str().unwrap();
+    let dump = sift.run(&["--json", "dump-sst", table]).json_lines();
+    assert_eq!(dump[0]["properties"]["entries"], 50);
+    assert_eq!(dump.len(), 51);
+    assert_eq!(dump[1]["key"], "k00");
+    let summary = sift.run(&["dump-sst", table, "--summary"]).ok();
+    assert!(summary.contains("50 (50 distinct keys)"), "{summary}");
+    let not_a_table = sift.file("junk.sst", "not a table at all");
+    sift.run(&["dump-sst", &not_a_table]).fails_with(3);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let sift = Sift::new();
+    sift.run(&["put", "only-a-key"]).fails_with(2);
+    sift.run(&["frobnicate"]).fails_with(2);
+    // Reading a database that does not exist is a mistyped --db, not a new database.
+    let error = sift.run(&["get", "k"]).fails_with(2);
+    assert!(error.contains("no Sift database"), "{error}");
+    assert!(!sift.db().exists());
+    // A key longer than the store allows.
+    let long_key = "k".repeat(64 * 1024 + 1);
+    sift.run(&["put", &long_key, "v"]).fails_with(2);
+}
+
+#[test]
+fn a_database_held_open_elsewhere_exits_3() {
+    let sift = Sift::new();
+    sift.run(&["put", "k", "v"]).ok();
+    let _held = siftdb::Db::open(sift.db()).unwrap();
+    let error = sift.run(&["get", "k"]).fails_with(3);
+    assert!(error.contains("locked"), "{error}");
+}
