@@ -16,6 +16,8 @@ mod catalog;
 mod table;
 mod wal;
 
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
