@@ -108,6 +108,12 @@ impl TableFile {
         Self::open_in(&StdFs, path)
     }
 
+    /// The open table, for checks that need its internals (`verify`'s
+    /// value filter check).
+    pub(crate) fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+
     /// Summary of the table.
     #[must_use]
     pub fn properties(&self) -> TableSummary {
