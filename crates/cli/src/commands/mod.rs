@@ -46,11 +46,18 @@ pub fn open_or_create(path: &Path) -> Outcome<Db> {
 /// Opens the database at `path`, which must exist (commands that only read
 /// or maintain: a mistyped `--db` is an error, not a new empty database).
 pub fn open_existing(path: &Path) -> Outcome<Db> {
-    if !path.join("CURRENT").is_file() {
-        return Err(Failure::usage(format!(
+    require_database(path)?;
+    open_or_create(path)
+}
+
+/// [`Failure::usage`] unless `path` holds a database.
+fn require_database(path: &Path) -> Outcome {
+    if path.join("CURRENT").is_file() {
+        Ok(())
+    } else {
+        Err(Failure::usage(format!(
             "no Sift database at {} (give --db, or create one with put or import)",
             path.display()
-        )));
+        )))
     }
-    open_or_create(path)
 }

@@ -113,7 +113,11 @@ pub(crate) fn unseal(mut buf: Vec<u8>) -> Result<Vec<u8>, Corrupt> {
     let kind = trailer.u8("compression")?;
     let expected = trailer.u32("block checksum")?;
     if !checksum_matches(buf.get(..=stored).unwrap_or_default(), expected) {
-        return Err(Corrupt::new(stored as u64, "block checksum mismatch"));
+        // The checksum covers the whole block: name the block's first byte.
+        return Err(Corrupt::new(
+            0,
+            format!("block checksum mismatch ({stored} stored bytes)"),
+        ));
     }
     buf.truncate(stored);
     match kind {
