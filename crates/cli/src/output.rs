@@ -36,6 +36,11 @@ impl Output {
         }
     }
 
+    /// [`Output::parse`] of an optional argument.
+    pub fn parse_optional(&self, what: &str, argument: Option<&str>) -> Outcome<Option<Vec<u8>>> {
+        argument.map(|a| self.parse(what, a)).transpose()
+    }
+
     /// Stored bytes as printable text: hex with `--hex`, else the text if
     /// it is UTF-8, else escaped (`\xff`) so that nothing is lost.
     pub fn render(&self, bytes: &[u8]) -> String {

@@ -14,11 +14,7 @@ use crate::output::Output;
 
 /// Writes the entries `args` selects.
 pub fn run(db: &Path, args: &ExportArgs, out: &mut Output) -> Outcome {
-    let prefix = args
-        .prefix
-        .as_deref()
-        .map(|p| out.parse("--prefix", p))
-        .transpose()?;
+    let prefix = out.parse_optional("--prefix", args.prefix.as_deref())?;
     let db = open_existing(db)?;
     let sink: Box<dyn Write> = match &args.output {
         Some(path) => {

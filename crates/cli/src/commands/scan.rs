@@ -1,6 +1,6 @@
 //! `sift scan`: entries in key order, by prefix or range, either direction.
 
-use std::ops::Bound;
+use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::path::Path;
 
 use super::open_existing;
@@ -10,19 +10,13 @@ use crate::output::Output;
 
 /// Prints the entries `args` selects.
 pub fn run(db: &Path, args: &ScanArgs, out: &mut Output) -> Outcome {
-    let bound = |key: &Option<String>, what, make: fn(Vec<u8>) -> Bound<Vec<u8>>| {
-        key.as_deref()
-            .map(|key| out.parse(what, key).map(make))
-            .transpose()
-            .map(|b| b.unwrap_or(Bound::Unbounded))
-    };
-    let from = bound(&args.from, "--from", Bound::Included)?;
-    let to = bound(&args.to, "--to", Bound::Excluded)?;
-    let prefix = args
-        .prefix
-        .as_deref()
-        .map(|p| out.parse("--prefix", p))
-        .transpose()?;
+    let from = out.parse_optional("--from", args.from.as_deref())?;
+    let to = out.parse_optional("--to", args.to.as_deref())?;
+    let prefix = out.parse_optional("--prefix", args.prefix.as_deref())?;
+    let (from, to) = (
+        from.map_or(Unbounded, Included),
+        to.map_or(Unbounded, Excluded),
+    );
     let db = open_existing(db)?;
     let iter = match &prefix {
         Some(prefix) => db.prefix(prefix),
