@@ -42,6 +42,7 @@ mod manifest;
 mod memtable;
 mod options;
 mod sstable;
+pub mod txn;
 mod version;
 
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
@@ -55,3 +56,4 @@ pub use options::{
 pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
+pub use txn::{Transaction, TxnIter, TxnStats};
