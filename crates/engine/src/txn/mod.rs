@@ -196,12 +196,20 @@ impl Transaction {
         Ok(TxnIter::new(snapshot, own))
     }
 
+    /// Adds `key` to the read set: one insert, whose filter probe tells
+    /// a new key from a repeated read. Only at the size limit does a
+    /// separate look-up decide whether the read needs room.
     fn note_read(&mut self, key: &[u8], hash: KeyHash) -> Result<()> {
-        if self.reads.get(key, hash).is_some() {
-            return Ok(());
+        let cost = key.len() + ENTRY_OVERHEAD;
+        if self.bytes.saturating_add(cost) > self.limit {
+            if self.reads.get(key, hash).is_some() {
+                return Ok(());
+            }
+            return self.charge(cost);
         }
-        self.charge(key.len() + ENTRY_OVERHEAD)?;
-        self.reads.insert(key, hash, ());
+        if self.reads.insert(key, hash, ()).is_none() {
+            self.bytes += cost;
+        }
         Ok(())
     }
 
