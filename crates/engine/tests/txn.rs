@@ -125,7 +125,12 @@ fn disjoint_transactions_all_commit() {
     for (i, txn) in txns.iter_mut().enumerate() {
         assert_eq!(txn.get(format!("r{i}")).unwrap(), None);
         txn.insert(format!("w{i}"), "v").unwrap();
-        assert_eq!(txn.range(format!("s{i}")..format!("s{i}~")).unwrap().count(), 0);
+        assert_eq!(
+            txn.range(format!("s{i}")..format!("s{i}~"))
+                .unwrap()
+                .count(),
+            0
+        );
     }
     for txn in txns {
         txn.commit().unwrap();
@@ -133,7 +138,10 @@ fn disjoint_transactions_all_commit() {
     assert_eq!(db.prefix("w").count(), 20);
     let stats = db.txn_stats();
     assert_eq!((stats.committed, stats.conflicts), (20, 0));
-    assert_eq!(stats.retained_commits, 0, "nothing is kept once all have ended");
+    assert_eq!(
+        stats.retained_commits, 0,
+        "nothing is kept once all have ended"
+    );
 }
 
 #[test]
@@ -171,12 +179,19 @@ fn reads_see_own_writes_in_get_range_and_prefix_both_ways() {
     reversed.reverse();
     assert_eq!(items(txn.prefix("a").unwrap().rev()), reversed);
     assert_eq!(items(txn.range("a2".."a7").unwrap()), want[2..4].to_vec());
-    assert_eq!(items(txn.range("a2"..="a7").unwrap().rev()), reversed[1..4].to_vec());
+    assert_eq!(
+        items(txn.range("a2"..="a7").unwrap().rev()),
+        reversed[1..4].to_vec()
+    );
     // Both ends of one iterator meet without repeating or losing an item.
     let mut both = txn.prefix("a").unwrap();
     let mut met = Vec::new();
     for step in 0.. {
-        let item = if step % 2 == 0 { both.next() } else { both.next_back() };
+        let item = if step % 2 == 0 {
+            both.next()
+        } else {
+            both.next_back()
+        };
         let Some(item) = item else { break };
         met.push(String::from_utf8(item.unwrap().0).unwrap());
     }
@@ -236,7 +251,10 @@ fn the_size_limit_fails_cleanly_and_the_transaction_stays_usable() {
     // Reads are refused too; a held key can still be read and rewritten
     // once room is made... here, the refused operation left no trace.
     assert!(txn.get(format!("unseen{:0200}", 0)).is_err());
-    assert_eq!(txn.get("key00000").unwrap().as_deref(), Some(&[7u8; 100][..]));
+    assert_eq!(
+        txn.get("key00000").unwrap().as_deref(),
+        Some(&[7u8; 100][..])
+    );
     assert_eq!(txn.footprint_len(), (0, written, 0));
     txn.commit().unwrap();
     assert_eq!(db.prefix("key").count(), written);
@@ -287,10 +305,7 @@ fn stats_count_rejections_exact_checks_and_conflicts() {
 
     // With the pre-check off, every look-up is exact.
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::builder(dir.path())
-        .txn_precheck(false)
-        .open()
-        .unwrap();
+    let db = Db::builder(dir.path()).txn_precheck(false).open().unwrap();
     let mut txn = db.transaction();
     for i in 0..100 {
         txn.insert(format!("w{i}"), "v").unwrap();
