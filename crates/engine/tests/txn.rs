@@ -16,10 +16,11 @@ fn open(dir: &tempfile::TempDir) -> Db {
 }
 
 fn conflict_key(txn: Transaction) -> Vec<u8> {
-    match txn.commit() {
-        Err(Error::Conflict { key, .. }) => key.unwrap(),
-        other => panic!("expected a conflict, got {other:?}"),
-    }
+    let result = txn.commit();
+    let Err(Error::Conflict { key, .. }) = result else {
+        unreachable!("expected a conflict, got {result:?}");
+    };
+    key.unwrap()
 }
 
 fn items(iter: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<(String, String)> {

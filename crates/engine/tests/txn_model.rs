@@ -108,7 +108,7 @@ fn run_thread(db: &Db, thread: u64, txns: u64, precheck_label: &str) -> (Vec<Com
                 assert!(key.is_some(), "a conflict names its key");
                 conflicts += 1;
             }
-            Err(other) => panic!("{other}"),
+            Err(other) => unreachable!("{other}"),
         }
     }
     (committed, conflicts)
