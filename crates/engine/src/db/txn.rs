@@ -50,7 +50,9 @@ impl Inner {
     /// Unregisters a transaction that read at `snapshot` and ends without
     /// writing.
     pub(crate) fn end_txn(&self, snapshot: SeqNo) {
-        lock(&self.writer).txns.end(snapshot);
+        let pruned = lock(&self.writer).txns.end(snapshot);
+        // Freed after the lock is released: writers do not wait for it.
+        drop(pruned);
     }
 
     /// Validates a transaction and, if no commit since its snapshot
@@ -71,15 +73,20 @@ impl Inner {
             .txns
             .validate(footprint, counts)
             .and_then(|()| self.write_locked(&mut writer, batch, WriteOptions::default()));
-        writer.txns.end(footprint.snapshot);
-        applied?;
-        let last_seq = writer.last_seq;
-        let first_seq = last_seq + 1 - batch.len() as SeqNo;
-        let precheck = writer.txns.precheck();
-        writer
-            .txns
-            .record(|| CommittedSet::new(first_seq, written, precheck));
-        Ok(last_seq)
+        let pruned = writer.txns.end(footprint.snapshot);
+        let result = applied.map(|()| {
+            let last_seq = writer.last_seq;
+            let first_seq = last_seq + 1 - batch.len() as SeqNo;
+            let precheck = writer.txns.precheck();
+            writer
+                .txns
+                .record(|| CommittedSet::new(first_seq, written, precheck));
+            last_seq
+        });
+        // Freed after the lock is released: writers do not wait for it.
+        drop(writer);
+        drop(pruned);
+        result
     }
 
     /// After a plain write (not a transaction's) of `batch`: records its

@@ -162,33 +162,37 @@ impl CommitLog {
         *self.active.entry(snapshot).or_insert(0) += 1;
     }
 
-    /// Unregisters a transaction that read at `snapshot`, and drops the
-    /// sets no remaining transaction needs.
-    pub fn end(&mut self, snapshot: SeqNo) {
+    /// Unregisters a transaction that read at `snapshot`, and removes the
+    /// sets no remaining transaction needs. They are returned so that the
+    /// caller frees them after releasing the writer lock.
+    #[must_use = "drop the pruned sets after releasing the lock"]
+    pub fn end(&mut self, snapshot: SeqNo) -> Vec<CommittedSet> {
         if let Some(count) = self.active.get_mut(&snapshot) {
             *count -= 1;
             if *count == 0 {
                 self.active.remove(&snapshot);
             }
         }
-        self.prune();
+        self.prune()
     }
 
     /// Drops every set committed at or before the oldest active snapshot:
     /// only transactions with an older snapshot could conflict with it.
-    fn prune(&mut self) {
+    fn prune(&mut self) -> Vec<CommittedSet> {
         let oldest = self.active.keys().next().copied();
+        let mut pruned = Vec::new();
         while let Some(front) = self.committed.front() {
             if oldest.is_some_and(|oldest| front.first_seq > oldest) {
                 break;
             }
             self.retained_bytes -= front.bytes;
-            self.committed.pop_front();
+            pruned.extend(self.committed.pop_front());
         }
         if oldest.is_none() {
             // Nobody can be older than a dropped set any more.
             self.dropped_through = 0;
         }
+        pruned
     }
 
     /// Records the keys a commit starting at `first_seq` wrote, if any
@@ -389,13 +393,13 @@ mod tests {
         log.begin(7);
         log.record(|| set(6, &["a"]));
         log.record(|| set(8, &["b"]));
-        log.end(5);
+        drop(log.end(5));
         assert_eq!(
             log.retained_sets(),
             1,
             "only the set after snapshot 7 stays"
         );
-        log.end(7);
+        drop(log.end(7));
         assert_eq!(log.retained_sets(), 0);
 
         // A bound of two keys: the third set pushes the first one out, and
@@ -407,7 +411,7 @@ mod tests {
         }
         assert_eq!(log.retained_sets(), 2);
         assert_eq!(conflict_key(&log, 0, &["q"], &[]), Some(Vec::new()));
-        log.end(0);
+        drop(log.end(0));
         assert_eq!(log.retained_sets(), 0);
         assert_eq!(log.dropped_through, 0);
     }
