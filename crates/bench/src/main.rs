@@ -4,13 +4,14 @@
 //! Each subcommand is one family of named workloads that prints one table of
 //! results (or JSON lines with `--json`). Progress goes to stderr so stdout
 //! stays parseable. `filters` compares filters, `db` whole engines,
-//! `value-search` the methods of search by value; `txn` joins as its crate
-//! lands.
+//! `value-search` the methods of search by value, `txn` what the Bloom
+//! pre-check buys a transaction.
 
 use clap::{Parser, Subcommand};
 
 mod db;
 mod filters;
+mod txn;
 mod value_search;
 
 /// Command line of the `sift-bench` binary.
@@ -30,6 +31,8 @@ enum Command {
     Db(db::Args),
     /// Search by value: scan, bloom-scan, hierarchy, flat and the planner on hundreds of tables.
     ValueSearch(value_search::Args),
+    /// Transactions: own-set look-ups and validation, with and without the Bloom pre-check.
+    Txn(txn::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +40,6 @@ fn main() -> anyhow::Result<()> {
         Command::Filters(args) => filters::run(&args),
         Command::Db(args) => db::run(&args),
         Command::ValueSearch(args) => value_search::run(&args),
+        Command::Txn(args) => txn::run(&args),
     }
 }

@@ -46,6 +46,29 @@ pub enum Error {
     /// Reopen the database to recover from the WAL.
     #[error("background work failed, writes are refused until reopen: {0}")]
     Background(String),
+    /// A transaction could not commit: a key it read or wrote (or a key in
+    /// a range it scanned) was written by another commit after its
+    /// snapshot. Nothing of the transaction was applied; run it again.
+    #[error("transaction conflict on key {}: {reason}", conflict_key(key.as_deref()))]
+    Conflict {
+        /// The conflicting key, or `None` when the conflict is that the
+        /// commit history the transaction needed was dropped to keep it
+        /// within its bound (see `DbBuilder::txn_history_bytes`).
+        key: Option<Vec<u8>>,
+        /// Why it conflicts (which of its reads, writes or ranges).
+        reason: String,
+    },
+}
+
+/// A key for an error message: text when it is printable, else hex.
+fn conflict_key(key: Option<&[u8]>) -> String {
+    match key {
+        None => "(unknown: history dropped)".to_owned(),
+        Some(key) if key.iter().all(|b| b.is_ascii_graphic() || *b == b' ') => {
+            format!("{:?}", String::from_utf8_lossy(key))
+        }
+        Some(key) => key.iter().map(|b| format!("{b:02x}")).collect(),
+    }
 }
 
 /// `Result` with [`Error`].

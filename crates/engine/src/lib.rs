@@ -42,6 +42,7 @@ mod manifest;
 mod memtable;
 mod options;
 mod sstable;
+pub mod txn;
 mod verify;
 mod version;
 
@@ -56,4 +57,5 @@ pub use options::{
 pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
+pub use txn::{Transaction, TxnIter, TxnStats};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify, verify_in};

@@ -10,6 +10,14 @@ use crate::options::{CompactionStyle, Compression, FilterPolicy};
 
 use super::Db;
 
+/// Default [`DbBuilder::txn_max_bytes`]: 64 MiB, two default memtables
+/// worth; a transaction larger than that is better split into batches.
+const DEFAULT_TXN_MAX_BYTES: usize = 64 << 20;
+
+/// Default [`DbBuilder::txn_history_bytes`]: 64 MiB of committed keys
+/// (64 bytes of overhead each, so 0.5 to 1 million short keys).
+const DEFAULT_TXN_HISTORY_BYTES: usize = 64 << 20;
+
 /// Every setting of an open database (the builder's result).
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -31,6 +39,12 @@ pub(crate) struct Options {
     /// Value indexes declared for this open.
     pub value_indexes: Vec<IndexDef>,
     pub value_index_order: usize,
+    /// Whether transactions front their key sets with Bloom filters.
+    pub txn_precheck: bool,
+    /// Size limit of one transaction's sets, in bytes.
+    pub txn_max_bytes: usize,
+    /// Bound on the committed write sets kept for validation, in bytes.
+    pub txn_history_bytes: usize,
 }
 
 /// Configures and opens a [`Db`]. Every setting has a default chosen for a
@@ -62,6 +76,9 @@ impl DbBuilder {
                 background_threads: true,
                 value_indexes: Vec::new(),
                 value_index_order: super::find::DEFAULT_ORDER,
+                txn_precheck: true,
+                txn_max_bytes: DEFAULT_TXN_MAX_BYTES,
+                txn_history_bytes: DEFAULT_TXN_HISTORY_BYTES,
             },
         }
     }
@@ -176,6 +193,37 @@ impl DbBuilder {
         self
     }
 
+    /// Whether transactions put a scalable Bloom filter in front of their
+    /// read and write sets, and committed write sets keep a partitioned
+    /// Bloom filter for validation (default `true`). With `false` every
+    /// look-up goes to the exact sets: the same answers, for comparing the
+    /// cost (`sift-bench txn`).
+    pub fn txn_precheck(mut self, enabled: bool) -> Self {
+        self.options.txn_precheck = enabled;
+        self
+    }
+
+    /// Most bytes one transaction may hold in its read and write sets
+    /// (keys, values, and 64 bytes of overhead per entry; default 64 MiB).
+    /// An operation that would go over it fails with
+    /// [`Error::InvalidArgument`] and records nothing; the transaction
+    /// stays usable. At least 4 KiB, at most 1 GiB (a commit is one WAL
+    /// record).
+    pub fn txn_max_bytes(mut self, bytes: usize) -> Self {
+        self.options.txn_max_bytes = bytes;
+        self
+    }
+
+    /// Most bytes of committed write sets kept while transactions are
+    /// active, for validating them (default 64 MiB). When a long-running
+    /// transaction would make the history outgrow it, the oldest sets are
+    /// dropped and the transactions that needed them fail at commit with
+    /// [`Error::Conflict`] (key `None`). At least 4 KiB.
+    pub fn txn_history_bytes(mut self, bytes: usize) -> Self {
+        self.options.txn_history_bytes = bytes;
+        self
+    }
+
     /// Opens the database, creating it if the directory holds none.
     ///
     /// # Errors
@@ -258,6 +306,14 @@ impl DbBuilder {
         check(
             o.value_index_order >= 2,
             "value_index_order must be at least 2",
+        )?;
+        check(
+            (4096..=(1 << 30)).contains(&o.txn_max_bytes),
+            "txn_max_bytes must be within 4 KiB ..= 1 GiB",
+        )?;
+        check(
+            o.txn_history_bytes >= 4096,
+            "txn_history_bytes must be at least 4 KiB",
         )?;
         for (at, def) in o.value_indexes.iter().enumerate() {
             def.validate()?;

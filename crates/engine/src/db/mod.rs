@@ -10,6 +10,7 @@ mod open;
 mod read;
 mod snapshot;
 mod stats;
+mod txn;
 mod write;
 
 use std::collections::BTreeMap;
@@ -85,6 +86,9 @@ pub(crate) struct Writer {
     pub delay_debt: u64,
     /// An empty batch whose buffer single-operation writes reuse.
     pub scratch: WriteBatch,
+    /// Active transactions and the write sets committed since the oldest
+    /// one began: validated and updated under this lock with every write.
+    pub txns: crate::txn::CommitLog,
 }
 
 /// Structure changes (flush, compaction, memtable rotation) happen under
@@ -131,6 +135,8 @@ pub(crate) struct Inner {
     pub indexes: ArcSwap<Vec<IndexRecord>>,
     /// Search structures over the value indexes' leaves.
     pub value_leaves: Mutex<find::IndexLeaves>,
+    /// Transaction statistics.
+    pub txn_counters: crate::txn::TxnCounters,
     _lock: Box<dyn LockGuard>,
 }
 

@@ -273,6 +273,7 @@ impl Inner {
                 last_seq: recovered.last_seq,
                 delay_debt: 0,
                 scratch: WriteBatch::new(),
+                txns: crate::txn::CommitLog::new(options.txn_history_bytes, options.txn_precheck),
             }),
             state: Mutex::new(State {
                 manifest,
@@ -290,6 +291,7 @@ impl Inner {
             failed: AtomicBool::new(false),
             indexes: ArcSwap::from_pointee(recovered.indexes),
             value_leaves: Mutex::new(super::find::IndexLeaves::new(options.value_index_order)),
+            txn_counters: crate::txn::TxnCounters::default(),
             options,
             _lock: guard,
         });

@@ -35,6 +35,23 @@ impl Inner {
     /// The key is hashed once, here; the same [`KeyHash`] is handed to the
     /// filter of every table the lookup meets.
     pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, None, seq)
+    }
+
+    /// [`Inner::get_at`] for a caller that already hashed `key` (a
+    /// transaction, which probes its own sets with the same hash).
+    pub(crate) fn get_hashed(
+        &self,
+        key: &[u8],
+        hash: KeyHash,
+        seq: SeqNo,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, Some(hash), seq)
+    }
+
+    /// A memtable hit needs no hash, so it is computed (unless given) only
+    /// when the lookup reaches the tables.
+    fn get_with(&self, key: &[u8], hash: Option<KeyHash>, seq: SeqNo) -> Result<Option<Vec<u8>>> {
         if key.len() > MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes is over the limit of {MAX_KEY_LEN}",
@@ -49,7 +66,8 @@ impl Inner {
                 return Ok(value);
             }
         }
-        let hash = KeyHash::of(key);
+        // One hash per lookup that reaches the tables, whoever computed it.
+        let hash = hash.unwrap_or_else(|| KeyHash::of(key));
         bump(&self.counters.key_hashes);
         let mut blocks_read = 0;
         let found = self.get_from_tables(&current, key, hash, seq, &mut blocks_read);

@@ -33,7 +33,9 @@ impl Inner {
             return Ok(());
         }
         let mut writer = lock(&self.writer);
-        self.write_locked(&mut writer, batch, options)
+        self.write_locked(&mut writer, batch, options)?;
+        self.record_plain_write(&mut writer, batch);
+        Ok(())
     }
 
     /// Logs and applies one operation (a value, or a tombstone when
@@ -54,6 +56,9 @@ impl Inner {
         let result = batch
             .validate()
             .and_then(|()| self.write_locked(&mut writer, &batch, options));
+        if result.is_ok() {
+            self.record_plain_write(&mut writer, &batch);
+        }
         // A rare huge write's buffer is not kept around.
         if batch.size_in_bytes() <= KEPT_BATCH_BYTES {
             batch.clear();
@@ -63,7 +68,7 @@ impl Inner {
     }
 
     /// [`Inner::write`] of a valid, non-empty batch, under the writer lock.
-    fn write_locked(
+    pub(super) fn write_locked(
         &self,
         writer: &mut Writer,
         batch: &WriteBatch,
