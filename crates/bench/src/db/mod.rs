@@ -251,3 +251,29 @@ fn scratch(args: &Args) -> anyhow::Result<tempfile::TempDir> {
     };
     dir.context("cannot create a scratch directory")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_are_checked_by_name() {
+        assert!(check_engine("sift").is_ok());
+        assert!(check_engine("fjall").is_ok());
+        let unknown = format!("{:#}", check_engine("leveldb").unwrap_err());
+        assert!(unknown.contains("unknown engine \"leveldb\""), "{unknown}");
+    }
+
+    #[cfg(feature = "rocksdb")]
+    #[test]
+    fn rocksdb_is_an_engine_with_the_feature() {
+        assert!(check_engine("rocksdb").is_ok());
+    }
+
+    #[cfg(not(feature = "rocksdb"))]
+    #[test]
+    fn rocksdb_without_the_feature_names_it() {
+        let message = format!("{:#}", check_engine("rocksdb").unwrap_err());
+        assert!(message.contains("`rocksdb` feature"), "{message}");
+    }
+}
