@@ -1,5 +1,5 @@
 //! `sift-bench db`: whole-engine workloads (db_bench's names) run against
-//! Sift and fjall in one process.
+//! Sift, fjall and (feature `rocksdb`) RocksDB in one process.
 //!
 //! Each repetition runs every engine once, in an order rotated by one per
 //! repetition, and each engine alone: it is opened on a fresh directory,
@@ -19,6 +19,8 @@
 mod engine;
 mod fjall;
 mod report;
+#[cfg(feature = "rocksdb")]
+mod rocksdb;
 mod sift;
 mod workload;
 
@@ -46,7 +48,8 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     reps: u64,
 
-    /// Engines to run (comma-separated): sift, fjall.
+    /// Engines to run (comma-separated): sift, fjall, and rocksdb when built
+    /// with the `rocksdb` feature.
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
 
@@ -91,9 +94,7 @@ pub struct Args {
 /// Runs the comparison and prints its table (or JSON lines).
 pub fn run(args: &Args) -> anyhow::Result<()> {
     for name in &args.engines {
-        if !["sift", "fjall"].contains(&name.as_str()) {
-            bail!("unknown engine {name:?}: choose from sift, fjall");
-        }
+        check_engine(name)?;
     }
     let known: Vec<&str> = Workload::READS.iter().map(|w| w.name()).collect();
     if let Some(bad) = args.workloads.iter().find(|w| !known.contains(&w.as_str())) {
@@ -206,10 +207,39 @@ fn run_engine(
     Ok(out)
 }
 
+/// Engines this build can run.
+const ENGINES: &[&str] = &[
+    "sift",
+    "fjall",
+    #[cfg(feature = "rocksdb")]
+    "rocksdb",
+];
+
+/// Accepts an engine this build can run; names the feature that adds
+/// RocksDB when it is asked for without it.
+fn check_engine(name: &str) -> anyhow::Result<()> {
+    if ENGINES.contains(&name) {
+        Ok(())
+    } else if name == "rocksdb" {
+        bail!(
+            "engine \"rocksdb\" needs sift-bench's `rocksdb` feature: \
+             cargo run --release -p sift-bench --features rocksdb -- db ... (see the README)"
+        )
+    } else {
+        bail!(
+            "unknown engine {name:?}: choose from {}",
+            ENGINES.join(", ")
+        )
+    }
+}
+
 fn open(name: &str, dir: &std::path::Path, settings: &Settings) -> anyhow::Result<Box<dyn Engine>> {
+    check_engine(name)?;
     Ok(match name {
         "sift" => Box::new(sift::Sift::open(dir, settings)?),
         "fjall" => Box::new(fjall::Fjall::open(dir, settings)?),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings)?),
         other => bail!("unknown engine {other:?}"),
     })
 }
@@ -220,4 +250,30 @@ fn scratch(args: &Args) -> anyhow::Result<tempfile::TempDir> {
         None => tempfile::tempdir(),
     };
     dir.context("cannot create a scratch directory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_are_checked_by_name() {
+        assert!(check_engine("sift").is_ok());
+        assert!(check_engine("fjall").is_ok());
+        let unknown = format!("{:#}", check_engine("leveldb").unwrap_err());
+        assert!(unknown.contains("unknown engine \"leveldb\""), "{unknown}");
+    }
+
+    #[cfg(feature = "rocksdb")]
+    #[test]
+    fn rocksdb_is_an_engine_with_the_feature() {
+        assert!(check_engine("rocksdb").is_ok());
+    }
+
+    #[cfg(not(feature = "rocksdb"))]
+    #[test]
+    fn rocksdb_without_the_feature_names_it() {
+        let message = format!("{:#}", check_engine("rocksdb").unwrap_err());
+        assert!(message.contains("`rocksdb` feature"), "{message}");
+    }
 }

@@ -127,14 +127,14 @@ impl Row {
 }
 
 /// The table: one line per row, with each engine's ops/s over fjall's for
-/// the same workload and shape.
+/// the same workload and shape, and over RocksDB's when it ran.
 pub fn table(rows: &[Row]) -> String {
-    const HEADERS: [&str; 12] = [
-        "engine",
-        "workload",
-        "shape",
-        "ops/s",
-        "vs fjall",
+    let with_rocksdb = rows.iter().any(|r| r.engine == "rocksdb");
+    let mut headers = vec!["engine", "workload", "shape", "ops/s", "vs fjall"];
+    if with_rocksdb {
+        headers.push("vs rocksdb");
+    }
+    headers.extend([
         "ops/cpu-s",
         "spread",
         "probes/op",
@@ -142,23 +142,30 @@ pub fn table(rows: &[Row]) -> String {
         "bits/key",
         "tables",
         "disk MiB",
-    ];
-    let fjall = |row: &Row| {
+    ]);
+    // `row`'s ops/s over `baseline`'s for the same workload and shape.
+    let versus = |row: &Row, baseline: &str| {
         rows.iter()
-            .find(|r| r.engine == "fjall" && r.workload == row.workload && r.shape == row.shape)
-            .map(|r| r.ops_per_sec)
+            .find(|r| r.engine == baseline && r.workload == row.workload && r.shape == row.shape)
+            .filter(|_| row.engine != baseline)
+            .map_or(String::new(), |b| {
+                format!("{:.2}x", row.ops_per_sec / b.ops_per_sec)
+            })
     };
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut cells = vec![
                 r.engine.clone(),
                 r.workload.to_owned(),
                 r.shape.to_owned(),
                 format!("{:.0}", r.ops_per_sec),
-                fjall(r)
-                    .filter(|_| r.engine != "fjall")
-                    .map_or("".into(), |f| format!("{:.2}x", r.ops_per_sec / f)),
+                versus(r, "fjall"),
+            ];
+            if with_rocksdb {
+                cells.push(versus(r, "rocksdb"));
+            }
+            cells.extend([
                 format!("{:.0}", r.cpu_ops_per_sec),
                 format!("{:.0}%", r.ops_spread * 100.0),
                 format!("{:.2}", r.probes_per_op),
@@ -167,8 +174,53 @@ pub fn table(rows: &[Row]) -> String {
                     .map_or("-".into(), |b| format!("{b:.2}")),
                 r.tables.to_string(),
                 format!("{:.1}", r.disk_bytes as f64 / (1 << 20) as f64),
-            ]
+            ]);
+            cells
         })
         .collect();
-    render(&HEADERS, &cells)
+    render(&headers, &cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(engine: &str, ops_per_sec: f64) -> Row {
+        Row {
+            engine: engine.to_owned(),
+            workload: "readmissing",
+            shape: "loaded",
+            ops_per_sec,
+            cpu_ops_per_sec: ops_per_sec,
+            probes_per_op: 1.0,
+            fpr: Some(0.01),
+            filter_bits_per_key: None,
+            tables: 3,
+            disk_bytes: 1 << 20,
+            ops_spread: 0.0,
+        }
+    }
+
+    #[test]
+    fn ratios_against_each_baseline_that_ran() {
+        let two = table(&[row("fjall", 100.0), row("sift", 150.0)]);
+        assert!(!two.contains("vs rocksdb"), "{two}");
+        assert!(two.contains("1.50x"), "{two}");
+        let three = table(&[
+            row("fjall", 100.0),
+            row("rocksdb", 200.0),
+            row("sift", 300.0),
+        ]);
+        assert!(three.contains("vs rocksdb"), "{three}");
+        let sift = three.lines().find(|l| l.starts_with("sift")).unwrap_or("");
+        assert!(sift.contains("3.00x") && sift.contains("1.50x"), "{three}");
+        let rocksdb = three
+            .lines()
+            .find(|l| l.starts_with("rocksdb"))
+            .unwrap_or("");
+        assert!(
+            rocksdb.contains("2.00x") && !rocksdb.contains("1.00x"),
+            "{three}"
+        );
+    }
 }

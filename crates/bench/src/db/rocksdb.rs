@@ -1,0 +1,250 @@
+//! RocksDB (the `rocksdb` crate, feature `rocksdb`) as a contender,
+//! configured like Sift: full Bloom filters (format_version 5, the
+//! cache-local Bloom) at the same bits/key on every level, whole-key
+//! filtering, no compression on any level, an LRU block cache of the same
+//! size, the same memtable and target table sizes, the same block size,
+//! leveled compaction, the WAL on and not synced. Filter counters come from
+//! RocksDB's statistics tickers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DB, DBCompactionStyle,
+    DBCompressionType, Options,
+};
+
+use super::engine::{Engine, FilterCounters, Settings, Shape};
+
+/// Sift's data block size (`DbBuilder::block_bytes` default; the harness
+/// does not change it), so both engines read blocks of one size.
+const BLOCK_BYTES: usize = 4096;
+
+/// The block-based table format whose full filter is the cache-local
+/// ("fast local") Bloom: every probe of one key stays in one cache line, as
+/// Sift's blocked Bloom.
+const FORMAT_VERSION: i32 = 5;
+
+/// Levels RocksDB has by default (`num_levels`): the tables are counted on
+/// each.
+const LEVELS: usize = 7;
+
+/// Statistics tickers (their names in `Options::get_statistics`' text).
+const USEFUL: &str = "rocksdb.bloom.filter.useful";
+const FULL_POSITIVE: &str = "rocksdb.bloom.filter.full.positive";
+const FULL_TRUE_POSITIVE: &str = "rocksdb.bloom.filter.full.true.positive";
+
+/// A RocksDB database with the default column family.
+pub struct RocksDb {
+    db: DB,
+    /// Kept for its statistics object, which the open database shares.
+    options: Options,
+}
+
+impl RocksDb {
+    /// Opens (creates) the database in `dir`.
+    pub fn open(dir: &Path, settings: &Settings) -> anyhow::Result<Self> {
+        let cache = Cache::new_lru_cache(usize::try_from(settings.cache_bytes)?)?;
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&cache);
+        table.set_block_size(BLOCK_BYTES);
+        table.set_format_version(FORMAT_VERSION);
+        // `false`: a full filter per table, not the legacy per-block one.
+        table.set_bloom_filter(settings.bits_per_key, false);
+        table.set_whole_key_filtering(true);
+
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        options.set_block_based_table_factory(&table);
+        options.set_compression_type(DBCompressionType::None);
+        options.set_compression_per_level(&[DBCompressionType::None; LEVELS]);
+        options.set_bottommost_compression_type(DBCompressionType::None);
+        options.set_write_buffer_size(usize::try_from(settings.memtable_bytes)?);
+        options.set_target_file_size_base(settings.table_bytes);
+        options.set_compaction_style(DBCompactionStyle::Level);
+        options.enable_statistics();
+        let db = DB::open(&options, dir).context("cannot open RocksDB")?;
+        Ok(Self { db, options })
+    }
+
+    fn busy(&self) -> anyhow::Result<bool> {
+        let mut busy = false;
+        for property in [
+            "rocksdb.num-running-flushes",
+            "rocksdb.num-running-compactions",
+            "rocksdb.compaction-pending",
+            "rocksdb.mem-table-flush-pending",
+        ] {
+            busy |= self.db.property_int_value(property)?.unwrap_or(0) > 0;
+        }
+        Ok(busy)
+    }
+}
+
+impl Engine for RocksDb {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        // Default write options: through the WAL, not synced (as Sift).
+        Ok(self.db.put(key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {
+        Ok(self.db.get_pinned(key)?.map(|v| v.len()))
+    }
+
+    fn seek(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {
+        let mut iter = self.db.raw_iterator();
+        iter.seek(key);
+        iter.status()?;
+        Ok(iter.value().map(<[u8]>::len))
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        // The C API of RocksDB 7 has no "wait for compactions": poll until
+        // nothing runs or is pending twice in a row (as for fjall).
+        let mut quiet = 0;
+        while quiet < 2 {
+            std::thread::sleep(Duration::from_millis(50));
+            quiet = if self.busy()? { 0 } else { quiet + 1 };
+        }
+        Ok(())
+    }
+
+    fn compact(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        let mut options = CompactOptions::default();
+        // Rewrite the last level too, so every table is a compaction output.
+        options.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        // Blocks until the manual compaction is done.
+        self.db
+            .compact_range_opt(None::<&[u8]>, None::<&[u8]>, &options);
+        self.settle()
+    }
+
+    fn filter_counters(&self) -> FilterCounters {
+        let Some(stats) = self.options.get_statistics() else {
+            return FilterCounters::default();
+        };
+        let count = |name| ticker(&stats, name).unwrap_or(0);
+        let negatives = count(USEFUL);
+        let positives = count(FULL_POSITIVE);
+        let true_positives = count(FULL_TRUE_POSITIVE);
+        FilterCounters {
+            probes: negatives + positives,
+            negatives,
+            false_positives: Some(positives.saturating_sub(true_positives)),
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        let tables = (0..LEVELS)
+            .filter_map(|level| {
+                let property = format!("rocksdb.num-files-at-level{level}");
+                self.db.property_int_value(property.as_str()).ok().flatten()
+            })
+            .sum();
+        let filter_bits_per_key = self
+            .db
+            .property_value("rocksdb.aggregated-table-properties")
+            .ok()
+            .flatten()
+            .and_then(|props| {
+                let entries = table_property(&props, "# entries")?;
+                let filter = table_property(&props, "filter block size")?;
+                (entries > 0).then(|| (filter * 8) as f64 / entries as f64)
+            });
+        Shape {
+            tables,
+            filter_bits_per_key,
+        }
+    }
+}
+
+/// The count of ticker `name` in the text of `Options::get_statistics`,
+/// whose lines read `rocksdb.bloom.filter.useful COUNT : 123`.
+fn ticker(stats: &str, name: &str) -> Option<u64> {
+    stats.lines().find_map(|line| {
+        let rest = line
+            .strip_prefix(name)?
+            .trim_start()
+            .strip_prefix("COUNT")?;
+        rest.trim_start().strip_prefix(':')?.trim().parse().ok()
+    })
+}
+
+/// The value of `name` in the text of `rocksdb.aggregated-table-properties`,
+/// `name=value` pairs separated by `; `.
+fn table_property(props: &str, name: &str) -> Option<u64> {
+    props.split(';').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key.trim() == name).then(|| value.trim().parse().ok())?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tickers_are_read_by_exact_name() {
+        let stats = "rocksdb.block.cache.miss COUNT : 7\n\
+                     rocksdb.bloom.filter.useful COUNT : 12\n\
+                     rocksdb.bloom.filter.full.positive COUNT : 30\n\
+                     rocksdb.bloom.filter.full.true.positive COUNT : 25\n\
+                     rocksdb.db.get.micros P50 : 1.0 P95 : 2.0 COUNT : 99 SUM : 3\n";
+        assert_eq!(ticker(stats, USEFUL), Some(12));
+        assert_eq!(ticker(stats, FULL_POSITIVE), Some(30));
+        assert_eq!(ticker(stats, FULL_TRUE_POSITIVE), Some(25));
+        assert_eq!(ticker(stats, "rocksdb.db.get.micros"), None);
+        assert_eq!(ticker(stats, "rocksdb.absent"), None);
+    }
+
+    #[test]
+    fn table_properties_are_read_by_exact_name() {
+        let props = "# data blocks=10; # entries=1000; # deletions=0; \
+                     filter block size=1250; # entries for filter=1000";
+        assert_eq!(table_property(props, "# entries"), Some(1000));
+        assert_eq!(table_property(props, "filter block size"), Some(1250));
+        assert_eq!(table_property(props, "# range deletions"), None);
+    }
+
+    #[test]
+    fn counts_filter_probes_and_answers_every_lookup() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let settings = Settings {
+            memtable_bytes: 1 << 20,
+            table_bytes: 1 << 20,
+            cache_bytes: 1 << 20,
+            bits_per_key: 10.0,
+        };
+        let db = RocksDb::open(dir.path(), &settings)?;
+        // Even keys present, odd keys absent: inside the table's key range.
+        for i in 0u32..=2000 {
+            db.put(&(2 * i).to_be_bytes(), b"value")?;
+        }
+        db.settle()?;
+        db.compact()?;
+        assert!(db.shape().tables >= 1);
+        let before = db.filter_counters();
+        for i in 0u32..2000 {
+            assert_eq!(db.get(&(2 * i).to_be_bytes())?, Some(5));
+            assert_eq!(db.get(&(2 * i + 1).to_be_bytes())?, None);
+        }
+        assert_eq!(db.seek(&1u32.to_be_bytes())?, Some(5));
+        assert_eq!(db.seek(&4001u32.to_be_bytes())?, None);
+        let after = db.filter_counters();
+        // One table after the full compaction: one probe per lookup.
+        assert_eq!(after.probes - before.probes, 4000);
+        // About 1% of the 2000 absent keys pass the filter; the rest are rejected.
+        assert!(after.negatives - before.negatives > 1900);
+        let false_positives =
+            after.false_positives.unwrap_or(0) - before.false_positives.unwrap_or(0);
+        assert_eq!(after.negatives - before.negatives + false_positives, 2000);
+        Ok(())
+    }
+}
