@@ -209,8 +209,11 @@ impl Inner {
         if !self.options.background_threads {
             return self.flush_oldest().map(drop);
         }
-        let count = self.current().immutables.len();
-        self.stall_until(|inner| inner.current().immutables.len() < count)
+        // The condition `make_room` waits for, not "fewer than now": the
+        // flush thread may have drained the queue since `make_room` looked,
+        // and "fewer than zero" would never come.
+        let max = self.options.max_immutable_memtables;
+        self.stall_until(|inner| inner.current().immutables.len() < max)
     }
 
     /// Waits until level 0 holds fewer than `l0_runs` runs (or compacts on
@@ -231,5 +234,31 @@ impl Inner {
             stall.elapsed().as_micros() as u64,
         );
         waited
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+
+    use crate::Db;
+    use crate::fs::FaultInjectionFs;
+
+    /// A writer that saw a full queue of frozen memtables waits for room;
+    /// if the flush thread emptied the queue before the wait began, the
+    /// wait must end at once (it once waited for "fewer than zero").
+    #[test]
+    fn a_wait_for_flush_that_starts_after_the_queue_drained_returns() {
+        let db = Db::builder("/db")
+            .file_system(Arc::new(FaultInjectionFs::new()))
+            .open()
+            .unwrap();
+        assert!(db.inner.current().immutables.is_empty());
+        let inner = Arc::clone(&db.inner);
+        let (done, waited) = mpsc::channel();
+        std::thread::spawn(move || done.send(inner.wait_for_flush()));
+        let waited = waited.recv_timeout(Duration::from_secs(30));
+        assert!(matches!(waited, Ok(Ok(()))), "the wait did not end: {waited:?}");
     }
 }
