@@ -166,3 +166,27 @@ pub const AIRCRAFT: [(&str, u64, u32); 6] = [
 
 /// Fare classes and their relative share of passengers.
 pub const FARES: [(&str, u32); 5] = [("Y", 50), ("M", 20), ("B", 15), ("J", 10), ("F", 5)];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_iata_codes() {
+        let codes: HashSet<&str> = AIRPORTS.iter().map(|a| a.code).collect();
+        assert_eq!(codes.len(), AIRPORTS.len());
+        assert!(
+            codes
+                .iter()
+                .all(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()))
+        );
+        assert!(!codes.contains(ABSENT_AIRPORT));
+        assert!(
+            AIRPORTS
+                .windows(2)
+                .all(|w| w[0].weight >= w[1].weight || w[1].saturdays_only)
+        );
+    }
+}

@@ -190,3 +190,126 @@ pub fn booking_reference(n: u64) -> String {
         .map(|i| char::from(BOOKING_ALPHABET[((x >> (5 * i)) & 31) as usize]))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+
+    use std::collections::{BTreeMap, HashSet};
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::demo::airports::ABSENT_AIRPORT;
+
+    /// Records of about the first week (from 2026-12-01), Saturday the 5th included.
+    const WEEK: u64 = 300_000;
+
+    fn field(record: &Record, name: &str) -> Value {
+        let value: Value = serde_json::from_str(&record.value).unwrap();
+        value[name].clone()
+    }
+
+    #[test]
+    fn the_first_record_is_pinned() {
+        let first = Generator::new(1).next().unwrap();
+        assert_eq!(first.key, "flight/2026-12-01/AA0001/33UNZG-1");
+        assert_eq!(
+            first.value,
+            r#"{"flight":"AA0001","carrier":"AA","date":"2026-12-01","departure":"10:57","origin":"DFW","dest":"DEN","tail":"N100AA","aircraft":"CRJ9","booking":"33UNZG","passenger":1,"seat":"5E","fare":"Y","status":"on-time","delay_min":8}"#
+        );
+    }
+
+    #[test]
+    fn is_deterministic_and_stops_at_the_count() {
+        let a: Vec<Record> = Generator::new(5_000).collect();
+        let b: Vec<Record> = Generator::new(10_000).take(5_000).collect();
+        assert_eq!(a.len(), 5_000);
+        assert_eq!(a, b);
+        assert_eq!(Generator::new(0).count(), 0);
+    }
+
+    #[test]
+    fn a_week_is_in_key_order_with_the_claimed_shape() {
+        let mut previous = String::new();
+        let mut origins = BTreeMap::<String, u64>::new();
+        let mut bookings = HashSet::new();
+        let mut days = HashSet::new();
+        for record in Generator::new(WEEK) {
+            assert!(record.key > previous, "{} after {previous}", record.key);
+            let value: Value = serde_json::from_str(&record.value).unwrap();
+            let origin = value["origin"].as_str().unwrap().to_owned();
+            let date = value["date"].as_str().unwrap().to_owned();
+            let booking = value["booking"].as_str().unwrap().to_owned();
+            let passenger = value["passenger"].as_u64().unwrap();
+            assert!((1..=4).contains(&passenger));
+            assert_eq!(
+                record.key,
+                format!(
+                    "flight/{date}/{}/{booking}-{passenger}",
+                    value["flight"].as_str().unwrap()
+                )
+            );
+            let saturday = date == "2026-12-05";
+            if ["EGE", "ASE", "HDN"].contains(&origin.as_str()) {
+                assert!(saturday, "{origin} on {date}");
+            }
+            *origins.entry(origin).or_default() += 1;
+            bookings.insert(booking);
+            days.insert(date);
+            previous = record.key;
+        }
+        assert!(
+            (6..=8).contains(&days.len()) && days.contains("2026-12-05"),
+            "{days:?}"
+        );
+        // Low cardinality: nearly all of the 100 airports, the busiest far
+        // ahead of the quietest.
+        assert_eq!(origins.len(), 100);
+        assert!(!origins.contains_key(ABSENT_AIRPORT));
+        let busiest = origins.values().max().unwrap();
+        let quietest = origins.values().min().unwrap();
+        assert!(busiest / quietest >= 20, "{busiest} vs {quietest}");
+        assert!(origins.contains_key("HDN") || origins.contains_key("EGE"));
+        // High cardinality: one booking per party of 1.6 passengers on average.
+        let per_booking = WEEK as f64 / bookings.len() as f64;
+        assert!(
+            (1.5..1.75).contains(&per_booking),
+            "{per_booking} passengers per booking"
+        );
+        assert!(!bookings.contains(ABSENT_BOOKING));
+    }
+
+    #[test]
+    fn booking_references_are_distinct_and_readable() {
+        let mut seen = HashSet::new();
+        for n in 0..1_000_000 {
+            let reference = booking_reference(n);
+            assert_eq!(reference.len(), 6);
+            assert!(reference.bytes().all(|b| BOOKING_ALPHABET.contains(&b)));
+            assert!(seen.insert(reference));
+        }
+        assert!(
+            ABSENT_BOOKING
+                .bytes()
+                .any(|b| !BOOKING_ALPHABET.contains(&b))
+        );
+    }
+
+    #[test]
+    fn statuses_and_fields_vary() {
+        let records: Vec<Record> = Generator::new(50_000).collect();
+        let distinct = |name: &str| {
+            records
+                .iter()
+                .map(|r| field(r, name).to_string())
+                .collect::<HashSet<_>>()
+                .len()
+        };
+        assert_eq!(distinct("status"), 3);
+        assert_eq!(distinct("fare"), 5);
+        assert_eq!(distinct("carrier"), 8);
+        assert!(distinct("tail") > 50);
+        assert!(distinct("delay_min") > 30);
+    }
+}

@@ -49,12 +49,17 @@ pub fn build(rng: &mut SplitMix64) -> Vec<Flight> {
     let aircraft_weights: Vec<u32> = AIRCRAFT.iter().map(|a| a.2).collect();
     let mut per_carrier = [0usize; CARRIERS.len()];
     let mut flights = Vec::with_capacity(FLIGHTS);
-    for _ in 0..FLIGHTS {
+    for i in 0..FLIGHTS {
         let c = rng.weighted(&carrier_weights);
         let (carrier, suffix, _) = CARRIERS[c];
         let nth = per_carrier[c];
         per_carrier[c] += 1;
-        let origin = rng.weighted(&airport_weights);
+        // Every airport has at least one departure; the rest follow traffic.
+        let origin = if i < AIRPORTS.len() {
+            i
+        } else {
+            rng.weighted(&airport_weights)
+        };
         let mut dest = rng.weighted(&airport_weights);
         while dest == origin {
             dest = rng.weighted(&airport_weights);
