@@ -1,4 +1,4 @@
-#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+#![expect(clippy::unwrap_used, clippy::panic, reason = "tests fail loudly")]
 
 //! `sift demo` end to end, at a small size: it exits 0, its JSON lines
 //! parse, and the figures it reports are consistent (lookups find exactly

@@ -110,7 +110,6 @@ fn is_ours(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
 
