@@ -105,9 +105,11 @@ pub fn run(args: &DemoArgs, out: &mut Output) -> Outcome {
     report::say(
         out,
         &[
-            "The tables by level, with their key filters (bits per key are spent where they save",
-            "the most reads) and what those filters answered during the lookups above. FPR: \"maybe\"",
-            "answers for tables without the key, over all probes of such tables.",
+            "The tables by level, with their key filters (bits per key are spent where they save the",
+            "most reads; deep levels get Ribbon filters, smaller for the same accuracy) and what the",
+            "filters answered since the database was opened: the lookups above, and the searches'",
+            "checks of each candidate record. FPR: \"maybe\" answers for tables without the key, over",
+            "all probes of such tables.",
         ],
     )?;
     crate::report::levels(out, &db.stats())?;

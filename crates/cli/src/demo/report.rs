@@ -118,8 +118,9 @@ pub fn lookups(out: &mut Output, rows: &[LookupFigures]) -> Outcome {
         out,
         &[
             "A lookup hashes its key once and asks the key filter of each table whose key range covers",
-            "it. A \"no\" means that table's data block is not read: a missing key costs a filter probe,",
-            "almost never a block.",
+            "it (here about one: the keys were loaded in order, so each level holds its own span of",
+            "dates). A \"no\" means that table's data block is not read: a missing key costs a filter",
+            "probe and almost never a block, which is why it is so much cheaper than a present one.",
         ],
     )?;
     out.line(format!(
@@ -183,7 +184,7 @@ pub fn ranges(out: &mut Output, rows: &[RangeFigures]) -> Outcome {
             r.what,
             thousands(r.scans),
             thousands(per(r.records, r.scans).round() as u64),
-            format!("{:.1}", r.nanos_per_scan / 1e3),
+            decimal(r.nanos_per_scan / 1e3, 1),
             r.example
         ))?;
     }
@@ -230,8 +231,8 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
             r.query.label,
             thousands(r.filtered.0.results),
             format!("{} of {}", r.filtered.0.tables_scanned, r.tables),
-            format!("{:.3}", r.filtered.1.as_secs_f64() * 1e3),
-            format!("{:.1}", r.scan.1.as_secs_f64() * 1e3),
+            decimal(r.filtered.1.as_secs_f64() * 1e3, 3),
+            decimal(r.scan.1.as_secs_f64() * 1e3, 1),
             format!("{}x", thousands(r.speedup().round() as u64)),
         ))?;
     }
@@ -332,6 +333,17 @@ fn per(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
+/// `x` with `places` decimals and its integer part grouped (`10,931.3`).
+fn decimal(x: f64, places: usize) -> String {
+    let text = format!("{:.*}", places, x.max(0.0));
+    match text.split_once('.') {
+        Some((whole, fraction)) => {
+            format!("{}.{fraction}", thousands(whole.parse().unwrap_or(0)))
+        }
+        None => thousands(text.parse().unwrap_or(0)),
+    }
+}
+
 /// `1234567` as `1,234,567`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -347,10 +359,13 @@ pub fn thousands(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::thousands;
+    use super::{decimal, thousands};
 
     #[test]
     fn groups_thousands() {
+        assert_eq!(decimal(10_931.34, 1), "10,931.3");
+        assert_eq!(decimal(0.0021, 3), "0.002");
+        assert_eq!(decimal(12.5, 0), "12");
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000), "1,000");
