@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -15,8 +16,14 @@ use serde_json::Value;
 /// sizes its tables to the data set), quick in a debug build.
 const RECORDS: &str = "20000";
 
+/// A run that takes longer has hung (each takes a few seconds): fail
+/// instead of blocking the test suite.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
 fn sift() -> Command {
-    Command::cargo_bin("sift").unwrap()
+    let mut command = Command::cargo_bin("sift").unwrap();
+    command.timeout(TIMEOUT);
+    command
 }
 
 /// Runs the demo with `--json` into `dir`; returns its sections by name.

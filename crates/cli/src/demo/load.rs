@@ -30,9 +30,14 @@ const RECORD_BYTES: u64 = 260;
 /// (256 MiB to 64 MiB), so the data reaches L2 and its Ribbon filters.
 const L1_TABLES: u64 = 4;
 
-/// Records per write batch: large enough that the WAL's per-batch cost
-/// vanishes, small enough that the progress bar moves smoothly.
-const BATCH: usize = 1_000;
+/// Most records per write batch: enough that the WAL's per-batch cost
+/// vanishes, few enough that the progress bar moves smoothly.
+const MAX_BATCH: u64 = 1_000;
+
+/// A batch fills at most this fraction of a memtable, so that small
+/// memtables (small `--records`) still take many batches each, as in
+/// normal use, instead of each batch overflowing one.
+const BATCHES_PER_MEMTABLE: u64 = 16;
 
 /// The two value indexes: one value per party of passengers (very many
 /// distinct values, each in one table) and one per airport (100 values,
@@ -83,12 +88,13 @@ pub fn load(dir: &Path, records: u64, samples: u64) -> Outcome<Loaded> {
     }
     let db = builder.open()?;
 
+    let batch_records = (table_bytes / RECORD_BYTES / BATCHES_PER_MEMTABLE).clamp(1, MAX_BATCH);
     let stride = (records / samples.max(1)).max(1);
     let mut kept = Vec::with_capacity(samples as usize);
     let bar = progress::bar("loading", records, Unit::Items("records"));
     let started = Instant::now();
     let mut batch = WriteBatch::new();
-    let mut in_batch = 0;
+    let mut in_batch = 0u64;
     let mut bytes = 0u64;
     for (n, record) in Generator::new(records).enumerate() {
         if n as u64 % stride == stride / 2 && (kept.len() as u64) < samples {
@@ -97,16 +103,16 @@ pub fn load(dir: &Path, records: u64, samples: u64) -> Outcome<Loaded> {
         bytes += (record.key.len() + record.value.len()) as u64;
         batch.insert(record.key, record.value);
         in_batch += 1;
-        if in_batch == BATCH {
+        if in_batch == batch_records {
             db.write(&batch)?;
             batch.clear();
-            bar.inc(in_batch as u64);
+            bar.inc(in_batch);
             in_batch = 0;
         }
     }
     if in_batch > 0 {
         db.write(&batch)?;
-        bar.inc(in_batch as u64);
+        bar.inc(in_batch);
     }
     let insert_seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();

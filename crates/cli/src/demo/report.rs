@@ -220,12 +220,12 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
         ],
     )?;
     out.line(format!(
-        "  {:<8} {:<7} {:<30} {:>7} {:>13} {:>11} {:>10} {:>9}",
+        "  {:<8} {:<7} {:<30} {:>7} {:>13} {:>11} {:>10} {:>11}",
         "index", "value", "what", "results", "tables read", "filters ms", "scan ms", "speed-up"
     ))?;
     for r in rows {
         out.line(format!(
-            "  {:<8} {:<7} {:<30} {:>7} {:>13} {:>11} {:>10} {:>9}",
+            "  {:<8} {:<7} {:<30} {:>7} {:>13} {:>11} {:>10} {:>11}",
             r.query.index,
             r.query.value,
             r.query.label,
