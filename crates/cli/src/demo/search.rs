@@ -1,0 +1,109 @@
+//! Phase 4: searches by value, each made twice: through the value filters
+//! (the planner's choice of method) and by reading every table
+//! ([`Method::Scan`]). Both must return the same keys.
+
+use std::time::{Duration, Instant};
+
+use siftdb::{Db, Find, FindStats, Method};
+
+use crate::error::{Failure, Outcome};
+
+/// A search shorter than this is repeated (up to [`MAX_REPEATS`] times)
+/// and its median time reported: one run of a sub-millisecond search is
+/// mostly timer and scheduler noise.
+const REPEAT_BELOW: Duration = Duration::from_millis(20);
+
+/// Most runs of one short search.
+const MAX_REPEATS: usize = 21;
+
+/// One search to make, and what it is meant to show.
+#[derive(Debug)]
+pub struct Query {
+    /// The value index.
+    pub index: &'static str,
+    /// The value searched for.
+    pub value: String,
+    /// What kind of value it is, in a few words.
+    pub label: &'static str,
+}
+
+/// What one search did both ways.
+#[derive(Debug)]
+pub struct SearchFigures {
+    /// The search.
+    pub query: Query,
+    /// Tables in the database.
+    pub tables: u64,
+    /// Through the filters: what it did, and its (median) wall time.
+    pub filtered: (FindStats, Duration),
+    /// By full scan.
+    pub scan: (FindStats, Duration),
+}
+
+impl SearchFigures {
+    /// Scan time over filtered time.
+    pub fn speedup(&self) -> f64 {
+        self.scan.1.as_secs_f64() / self.filtered.1.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Makes `query` through the filters and by scan; fails (exit 3) if they
+/// disagree on a single key.
+pub fn compare(db: &Db, query: Query) -> Outcome<SearchFigures> {
+    let tables = db.stats().levels.iter().map(|l| l.tables as u64).sum();
+    let (filtered, filtered_time) = timed(|| db.find(query.index, &query.value))?;
+    let (scan, scan_time) = timed(|| db.find_with(query.index, &query.value, Method::Scan))?;
+    let (filtered_stats, scan_stats) = (*filtered.stats(), *scan.stats());
+    let filtered_keys = keys(filtered)?;
+    let scan_keys = keys(scan)?;
+    if filtered_keys != scan_keys {
+        return Err(Failure::storage(format!(
+            "search {}={:?}: the filters returned {} keys, a full scan {}: \
+             the value index lost or invented results",
+            query.index,
+            query.value,
+            filtered_keys.len(),
+            scan_keys.len()
+        )));
+    }
+    Ok(SearchFigures {
+        query,
+        tables,
+        filtered: (filtered_stats, filtered_time),
+        scan: (scan_stats, scan_time),
+    })
+}
+
+/// The method's name as `sift find --method` spells it.
+pub fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Scan => "scan",
+        Method::BloomScan => "bloom-scan",
+        Method::Hierarchy => "hierarchy",
+        Method::Flat => "flat",
+    }
+}
+
+/// Runs `search`, again while it is short, and returns its first result
+/// and its median time.
+fn timed(mut search: impl FnMut() -> siftdb::Result<Find>) -> Outcome<(Find, Duration)> {
+    let started = Instant::now();
+    let first = search()?;
+    let mut times = vec![started.elapsed()];
+    while times.len() < MAX_REPEATS && times.iter().sum::<Duration>() < REPEAT_BELOW {
+        let started = Instant::now();
+        drop(search()?);
+        times.push(started.elapsed());
+    }
+    times.sort_unstable();
+    Ok((first, times[times.len() / 2]))
+}
+
+/// The keys of a search's results, in order.
+fn keys(find: Find) -> Outcome<Vec<Vec<u8>>> {
+    let mut keys = Vec::new();
+    for item in find {
+        keys.push(item?.0);
+    }
+    Ok(keys)
+}
