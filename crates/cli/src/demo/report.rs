@@ -2,12 +2,14 @@
 //! figures, or with `--json` one JSON object per section (its only key
 //! names the section, as `sift stats --json` does for `levels`).
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use siftdb::FindStats;
 
 use super::load::LoadFigures;
 use super::reads::{LookupFigures, RangeFigures};
-use super::search::{SearchFigures, method_name};
+use super::search::SearchFigures;
 use crate::error::Outcome;
 use crate::output::Output;
 use crate::report::human_bytes;
@@ -201,8 +203,8 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
                 "kind": r.query.label,
                 "tables": r.tables,
                 "results": r.filtered.0.results,
-                "filtered": explain_json(&r.filtered.0, r.filtered.1.as_nanos()),
-                "scan": explain_json(&r.scan.0, r.scan.1.as_nanos()),
+                "filtered": explain_json(&r.filtered, r.tables),
+                "scan": explain_json(&r.scan, r.tables),
                 "speedup": r.speedup(),
             })
         });
@@ -264,7 +266,7 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
             "  {:<8} {:<7} {:<10} {:>7} {:>7} {:>8} {:>8} {:>8} {:>9} {:>9}",
             r.query.index,
             r.query.value,
-            method_name(s.method),
+            crate::report::method_name(s.method),
             thousands(s.leaves_probed + s.inner_nodes_probed),
             thousands(s.words_anded),
             thousands(s.leaves_positive),
@@ -310,22 +312,12 @@ fn false_positives(s: &FindStats) -> String {
     }
 }
 
-/// One search's explain output as JSON, with its time.
-fn explain_json(s: &FindStats, nanos: u128) -> Value {
-    json!({
-        "method": method_name(s.method),
-        "inner_nodes_probed": s.inner_nodes_probed,
-        "leaves_probed": s.leaves_probed,
-        "leaves_positive": s.leaves_positive,
-        "words_anded": s.words_anded,
-        "tables_scanned": s.tables_scanned,
-        "tables_unindexed": s.tables_unindexed,
-        "tables_matched": s.tables_matched,
-        "memtable_entries_scanned": s.memtable_entries_scanned,
-        "entries_validated": s.entries_validated,
-        "results": s.results,
-        "nanos": nanos as u64,
-    })
+/// One search's explain output as JSON (as `sift find --explain --json`
+/// prints it), with its time.
+fn explain_json((stats, time): &(FindStats, Duration), tables: u64) -> Value {
+    let mut explain = crate::report::explain_json(stats, tables as usize);
+    explain["nanos"] = json!(time.as_nanos() as u64);
+    explain
 }
 
 /// `a / b` as a float (0 when `b` is 0).

@@ -74,16 +74,6 @@ pub fn compare(db: &Db, query: Query) -> Outcome<SearchFigures> {
     })
 }
 
-/// The method's name as `sift find --method` spells it.
-pub fn method_name(method: Method) -> &'static str {
-    match method {
-        Method::Scan => "scan",
-        Method::BloomScan => "bloom-scan",
-        Method::Hierarchy => "hierarchy",
-        Method::Flat => "flat",
-    }
-}
-
 /// Runs `search`, again while it is short, and returns its first result
 /// and its median time.
 fn timed(mut search: impl FnMut() -> siftdb::Result<Find>) -> Outcome<(Find, Duration)> {

@@ -259,6 +259,9 @@ mod tests {
         let (done, waited) = mpsc::channel();
         std::thread::spawn(move || done.send(inner.wait_for_flush()));
         let waited = waited.recv_timeout(Duration::from_secs(30));
-        assert!(matches!(waited, Ok(Ok(()))), "the wait did not end: {waited:?}");
+        assert!(
+            matches!(waited, Ok(Ok(()))),
+            "the wait did not end: {waited:?}"
+        );
     }
 }
