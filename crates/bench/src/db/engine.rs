@@ -29,6 +29,15 @@ pub struct FilterCounters {
     pub false_positives: Option<u64>,
 }
 
+/// What a pass of a workload over an engine is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Timed: instrumentation that costs the engine time is off.
+    Timed,
+    /// Untimed, for filter counters only: such instrumentation is on.
+    Counted,
+}
+
 /// The shape of the store now.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Shape {
@@ -52,8 +61,16 @@ pub trait Engine: Sync {
     fn settle(&self) -> anyhow::Result<()>;
     /// Compacts everything into the last level.
     fn compact(&self) -> anyhow::Result<()>;
-    /// Filter counters since open.
+    /// Filter counters since open (zero where they are off, see [`Pass`]).
     fn filter_counters(&self) -> FilterCounters;
+    /// For an engine whose filter counters cost time and so are off in a
+    /// [`Pass::Timed`] open: copies the store as it is now into `dir` (which
+    /// must not exist) and returns `true`, so a [`Pass::Counted`] open of the
+    /// copy can count. The default copies nothing: the engine's counters are
+    /// always on, part of its cost, and counted in the timed pass.
+    fn copy_for_counting(&self, _dir: &Path) -> anyhow::Result<bool> {
+        Ok(false)
+    }
     /// Tables and filter density now.
     fn shape(&self) -> Shape;
 }
