@@ -127,10 +127,7 @@ impl Extractor {
 
 /// The JSON field at `pointer` of `value`, as [`Extractor::JsonField`] says.
 fn json_field(value: &[u8], pointer: &str, out: &mut dyn FnMut(&[u8])) {
-    let Ok(document) = serde_json::from_slice::<serde_json::Value>(value) else {
-        return;
-    };
-    match document.pointer(pointer) {
+    match super::json_pointer::find(value, pointer) {
         None | Some(serde_json::Value::Null) => {}
         Some(serde_json::Value::String(text)) => out(text.as_bytes()),
         Some(other) => out(other.to_string().as_bytes()),

@@ -11,6 +11,7 @@
 
 mod def;
 mod extractor;
+mod json_pointer;
 
 pub use def::IndexDef;
 pub(crate) use def::{IndexRecord, expected_values};
