@@ -72,6 +72,13 @@ fn the_json_report_is_complete_and_consistent() {
         ]
     );
     assert_eq!(u64_at(&sections["load"], "/records"), 20_000);
+    for index in ["booking", "origin"] {
+        let synced = &sections["load"]["index_sync_seconds"][index];
+        assert!(
+            synced.as_f64().is_some_and(|s| s >= 0.0),
+            "{index}: {synced}"
+        );
+    }
     let tables = u64_at(&sections["load"], "/tables");
     assert!(
         tables >= 10,

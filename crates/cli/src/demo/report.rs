@@ -59,6 +59,9 @@ pub fn load(out: &mut Output, f: &LoadFigures, example: (&str, &str), tables: u6
             "insert_seconds": f.insert_seconds,
             "records_per_second": rate,
             "settle_seconds": f.settle_seconds,
+            "index_sync_seconds": f.index_sync_seconds.iter()
+                .map(|(name, seconds)| (name.to_string(), json!(seconds)))
+                .collect::<serde_json::Map<_, _>>(),
             "table_bytes": f.table_bytes,
             "tables": tables,
             "example_key": example.0,
@@ -88,9 +91,20 @@ pub fn load(out: &mut Output, f: &LoadFigures, example: (&str, &str), tables: u6
         f.settle_seconds,
         human_bytes(f.table_bytes)
     ))?;
+    let synced: Vec<String> = f
+        .index_sync_seconds
+        .iter()
+        .map(|(name, seconds)| format!("{name} {} ms", decimal(seconds * 1e3, 1)))
+        .collect();
+    out.line(format!(
+        "  indexes synced  {}: their in-memory filter structures brought up",
+        synced.join(", ")
+    ))?;
     say(
         out,
         &[
+            "                  to date (the first search after tables change does it; the searches",
+            "                  below come after it)",
             "",
             "Two value indexes were declared before loading; every table carries one value filter",
             "(a Bloom filter over the values it holds) per index:",
