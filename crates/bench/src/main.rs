@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod db;
 mod filters;
+mod scratch;
 mod txn;
 mod value_search;
 

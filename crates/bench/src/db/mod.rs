@@ -82,9 +82,8 @@ pub struct Args {
     #[arg(long, default_value_t = 10.0)]
     bits_per_key: f64,
 
-    /// Directory for the databases (default: the system's temporary directory).
-    #[arg(long)]
-    dir: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    dir: crate::scratch::ScratchDir,
 
     /// Print one JSON object per (engine, workload, shape) and line.
     #[arg(long)]
@@ -166,7 +165,7 @@ fn run_engine(
     sorted: &[keys::Key],
 ) -> anyhow::Result<Vec<(Workload, Shape, Sample)>> {
     let mut out = Vec::new();
-    let dir = scratch(args)?;
+    let dir = args.dir.create()?;
     {
         let engine = open(name, dir.path(), settings, Pass::Timed)?;
         let fill = workload::run_fill(engine.as_ref(), present)?;
@@ -203,7 +202,7 @@ fn run_engine(
             }
         }
     }
-    let dir = scratch(args)?;
+    let dir = args.dir.create()?;
     let engine = open(name, dir.path(), settings, Pass::Timed)?;
     let fill = workload::run_fill(engine.as_ref(), sorted)?;
     out.push((
@@ -230,7 +229,7 @@ fn read(
     keys: &Keys,
 ) -> anyhow::Result<Sample> {
     let all_absent = workload == Workload::ReadMissing;
-    let scratch = scratch(args)?;
+    let scratch = args.dir.create()?;
     let copy = scratch.path().join(name);
     let counted_apart = engine.copy_for_counting(&copy)?;
     let timed = workload::run_read(engine, workload, keys, args.reads)?;
@@ -292,14 +291,6 @@ fn open(
         "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings, pass)?),
         other => bail!("unknown engine {other:?}"),
     })
-}
-
-fn scratch(args: &Args) -> anyhow::Result<tempfile::TempDir> {
-    let dir = match &args.dir {
-        Some(parent) => tempfile::tempdir_in(parent),
-        None => tempfile::tempdir(),
-    };
-    dir.context("cannot create a scratch directory")
 }
 
 #[cfg(test)]

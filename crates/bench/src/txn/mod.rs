@@ -39,9 +39,8 @@ pub struct Args {
     #[arg(long)]
     quick: bool,
 
-    /// Directory for the databases (default: the system's temporary directory).
-    #[arg(long)]
-    dir: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    dir: crate::scratch::ScratchDir,
 
     /// Print one JSON object per row and line.
     #[arg(long)]
@@ -66,10 +65,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         "load average at start: {}",
         crate::filters::report::load_average()
     );
-    let dir = match &args.dir {
-        Some(dir) => tempfile::tempdir_in(dir)?,
-        None => tempfile::tempdir()?,
-    };
+    let dir = args.dir.create()?;
     const KNOWN: [&str; 3] = ["ownset", "txn", "validation"];
     if let Some(bad) = args
         .experiments

@@ -89,9 +89,8 @@ pub struct Args {
     #[arg(long)]
     quick: bool,
 
-    /// Directory for the databases (default: the system's temporary directory).
-    #[arg(long)]
-    dir: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    dir: crate::scratch::ScratchDir,
 
     /// Print one JSON object per row and line.
     #[arg(long)]
@@ -218,7 +217,7 @@ fn search_rows(
         config.entries, config.domain_pct, config.order, config.leaf_bits
     );
     let data = Data::new(args.seed, config.entries, config.distinct())?;
-    let dir = scratch(args)?;
+    let dir = args.dir.create()?;
     let db = store::open(dir.path(), config, plan.sizes)?;
     let load = store::load(&db, &data)?;
     // A flush writes the whole memtable as one table, whose leaf (sized
@@ -297,7 +296,7 @@ fn write_rows(args: &Args, plan: &Plan) -> anyhow::Result<Vec<Row>> {
                 plan.reps,
                 config.indexes
             );
-            let dir = scratch(args)?;
+            let dir = args.dir.create()?;
             let db = store::open(dir.path(), config, plan.sizes)?;
             let load = store::load(&db, &data)?;
             *tables = store::tables_per_level(&db).iter().map(|&t| t as u64).sum();
@@ -308,12 +307,4 @@ fn write_rows(args: &Args, plan: &Plan) -> anyhow::Result<Vec<Row>> {
         .iter()
         .map(|(config, tables, times)| Row::of_writes(config, *tables, times))
         .collect())
-}
-
-fn scratch(args: &Args) -> anyhow::Result<tempfile::TempDir> {
-    let dir = match &args.dir {
-        Some(parent) => tempfile::tempdir_in(parent),
-        None => tempfile::tempdir(),
-    };
-    dir.context("cannot create a scratch directory")
 }
