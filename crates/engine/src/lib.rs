@@ -34,7 +34,6 @@ mod db;
 mod encoding;
 mod error;
 pub mod fs;
-mod index;
 mod iter;
 mod key;
 mod log;
@@ -43,13 +42,13 @@ mod memtable;
 mod options;
 mod sstable;
 pub mod txn;
+mod value;
 mod verify;
 mod version;
 
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
-pub use db::{Db, DbBuilder, DbIter, Find, FindKeys, FindStats, LevelStats, Snapshot, Stats};
+pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
-pub use index::{ExtractFn, Extractor, IndexDef, IndexInfo};
 pub use key::SeqNo;
 pub use options::{
     BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions,
@@ -58,4 +57,5 @@ pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
 pub use txn::{Transaction, TxnIter, TxnStats};
+pub use value::{ExtractFn, Extractor, Find, FindKeys, FindStats, IndexDef, IndexInfo};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify, verify_in};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
-use crate::index::IndexDef;
 use crate::options::{CompactionStyle, Compression, FilterPolicy};
+use crate::value::IndexDef;
 
 use super::Db;
 
@@ -75,7 +75,7 @@ impl DbBuilder {
                 sync_writes: false,
                 background_threads: true,
                 value_indexes: Vec::new(),
-                value_index_order: super::find::DEFAULT_ORDER,
+                value_index_order: crate::value::DEFAULT_ORDER,
                 txn_precheck: true,
                 txn_max_bytes: DEFAULT_TXN_MAX_BYTES,
                 txn_history_bytes: DEFAULT_TXN_HISTORY_BYTES,

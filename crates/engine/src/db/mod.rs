@@ -3,9 +3,7 @@
 mod background;
 mod builder;
 mod compact;
-mod find;
 mod flush;
-mod indexes;
 mod open;
 mod read;
 mod snapshot;
@@ -24,7 +22,6 @@ use arc_swap::Guard;
 use std::thread::JoinHandle;
 
 pub use builder::DbBuilder;
-pub use find::{Find, FindKeys, FindStats};
 pub use read::DbIter;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
@@ -32,15 +29,16 @@ pub use stats::{LevelStats, Stats};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::LockGuard;
-use crate::index::IndexRecord;
 use crate::key::SeqNo;
 use crate::log::LogWriter;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 use crate::sstable::BlockCache;
+use crate::value::{Find, FindKeys, IndexRecord};
 use crate::version::Version;
-use builder::Options;
+pub(crate) use builder::Options;
+pub(crate) use flush::projected_entries;
 use sift_value_index::Method;
 use stats::Counters;
 
@@ -62,7 +60,7 @@ use stats::Counters;
 /// ```
 #[derive(Debug)]
 pub struct Db {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -134,7 +132,7 @@ pub(crate) struct Inner {
     /// The live value indexes; replaced under `state`.
     pub indexes: ArcSwap<Vec<IndexRecord>>,
     /// Search structures over the value indexes' leaves.
-    pub value_leaves: Mutex<find::IndexLeaves>,
+    pub value_leaves: Mutex<crate::value::IndexLeaves>,
     /// Transaction statistics.
     pub txn_counters: crate::txn::TxnCounters,
     _lock: Box<dyn LockGuard>,

@@ -14,7 +14,6 @@ use arc_swap::ArcSwap;
 use crate::batch::{WriteBatch, decode_record};
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
-use crate::index::IndexRecord;
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter, RECORD_HEADER_LEN, Tail, read_log};
 use crate::manifest::{
@@ -23,6 +22,7 @@ use crate::manifest::{
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
 use crate::sstable::{BlockCache, Table};
+use crate::value::IndexRecord;
 use crate::version::{LiveTable, Version};
 
 use super::builder::Options;
@@ -61,7 +61,7 @@ impl Db {
             .ok_or_else(|| Error::Locked { path: dir.clone() })?;
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let mut recovered = recover_version(&options, &cache)?;
-        recovered.indexes = super::indexes::resolve(
+        recovered.indexes = crate::value::resolve(
             &options,
             &recovered.version,
             std::mem::take(&mut recovered.indexes),
@@ -290,7 +290,7 @@ impl Inner {
             flush_lock: Mutex::new(()),
             failed: AtomicBool::new(false),
             indexes: ArcSwap::from_pointee(recovered.indexes),
-            value_leaves: Mutex::new(super::find::IndexLeaves::new(options.value_index_order)),
+            value_leaves: Mutex::new(crate::value::IndexLeaves::new(options.value_index_order)),
             txn_counters: crate::txn::TxnCounters::default(),
             options,
             _lock: guard,

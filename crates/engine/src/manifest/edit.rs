@@ -23,8 +23,8 @@ use super::{TableMeta, VersionEdit};
 use crate::batch::MAX_KEY_LEN;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
-use crate::index::IndexRecord;
 use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN};
+use crate::value::IndexRecord;
 
 /// Tag of `next_file_number`.
 const TAG_NEXT_FILE_NUMBER: u64 = 1;
@@ -231,7 +231,7 @@ mod tests {
             added_indexes: vec![IndexRecord {
                 id: 5,
                 name: "v".into(),
-                extractor: crate::index::Extractor::WholeValue,
+                extractor: crate::value::Extractor::WholeValue,
                 shape: sift_filter::BloomShape {
                     bits: 64,
                     probes: 2,
@@ -313,7 +313,7 @@ mod tests {
     }
 
     fn any_index() -> impl Strategy<Value = IndexRecord> {
-        use crate::index::Extractor;
+        use crate::value::Extractor;
         (
             any::<u64>(),
             "[a-z]{1,8}",

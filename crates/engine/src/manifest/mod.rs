@@ -18,9 +18,9 @@ pub(crate) use current::read_current;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::index::IndexRecord;
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter, read_log};
+use crate::value::IndexRecord;
 
 /// What the manifest records about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,11 +13,11 @@ use super::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
 use super::index::{Index, IndexEntry};
 use super::properties::{BuiltFilterKind, Properties};
 use super::trailer::{BlockHandle, seal_block};
-use super::value_filter::{ValueFilterBuilder, ValueFilterEntry};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{InternalKey, MAX_SEQNO, SeqNo, ValueKind, cmp_internal, user_key_of};
 use crate::options::Compression;
+use crate::value::{ValueFilterBuilder, ValueFilterEntry};
 
 /// Largest target block size honoured. A block closes after the entry that
 /// reaches the target, so it holds at most this plus one entry (a 64 KiB

@@ -8,7 +8,7 @@
 //! ```text
 //! data block 0 | ... | data block n-1      entries, prefix-compressed (block.rs)
 //! filter block, or filter partitions + partition index   (filter_block.rs)
-//! value filter blocks, one per index        (value_filter.rs)
+//! value filter blocks, one per index        (value/table_filters.rs)
 //! index block                              last key of each data block -> handle
 //! properties block                         counts, key range, filter facts,
 //!                                          value filter directory
@@ -35,11 +35,11 @@ mod iter;
 mod properties;
 mod table;
 mod trailer;
-mod value_filter;
 
 #[cfg(test)]
 mod tests;
 
+pub(crate) use crate::value::ValueLeaf;
 pub(crate) use builder::TableBuilder;
 pub(crate) use cache::BlockCache;
 pub use inspect::{TableFile, TableSummary, ValueFilterSummary};
@@ -50,11 +50,11 @@ pub(crate) use iter::{SharedBounds, TableIter};
 )]
 pub(crate) use properties::Properties;
 pub(crate) use table::Table;
-pub(crate) use value_filter::ValueLeaf;
+pub(crate) use trailer::{BlockHandle, read_block};
 
 use std::sync::Arc;
 
-use crate::index::IndexRecord;
+use crate::value::IndexRecord;
 
 use crate::options::Compression;
 

@@ -1,11 +1,11 @@
 //! The properties block: what a table holds, written last before the index
 //! and footer, decoded at open.
 
-use super::value_filter::{ValueFilterEntry, decode_directory, encode_directory};
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, ParsedKey, SeqNo};
 use crate::options::Compression;
+use crate::value::{ValueFilterEntry, decode_directory, encode_directory};
 
 /// Longest smallest/largest key accepted: the engine's key limit (64 KiB)
 /// plus the trailer, with room to spare.

@@ -14,10 +14,10 @@ use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::properties::Properties;
 use super::trailer::read_block;
-use super::value_filter::{ValueFilters, ValueLeaf};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
+use crate::value::{ValueFilters, ValueLeaf};
 
 /// Search keys up to this long are built on the stack, so that a lookup
 /// allocates nothing but the value it returns.

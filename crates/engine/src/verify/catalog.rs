@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::Findings;
-use crate::index::IndexRecord;
 use crate::key::user_key_of;
 use crate::manifest::{FileKind, TableMeta, filenames, read_current, read_manifest};
+use crate::value::IndexRecord;
 
 /// The live state the manifest records.
 #[derive(Debug)]

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use sift_filter::{Filter, KeyHash, StandardBloom};
 
 use super::Findings;
-use crate::index::{Extractor, IndexRecord};
 use crate::key::{ValueKind, user_key_of};
 use crate::manifest::TableMeta;
 use crate::sstable::{Table, TableFile, ValueLeaf};
+use crate::value::{Extractor, IndexRecord};
 
 /// Longest part of a key or value quoted in a problem: enough to find it,
 /// short enough for one line.

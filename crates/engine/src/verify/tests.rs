@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::*;
 use crate::fs::FaultInjectionFs;
-use crate::index::{Extractor, IndexDef};
 use crate::log::{LogKind, LogWriter};
 use crate::manifest::{Manifest, VersionEdit, read_current, read_manifest};
+use crate::value::{Extractor, IndexDef};
 use crate::{Db, DbBuilder};
 
 const DIR: &str = "/db";

@@ -8,12 +8,12 @@ use sift_filter::{BloomShape, Filter, KeyHash};
 
 use super::{DIR, default_options, entry, open, write};
 use crate::fs::{FaultInjectionFs, FileSystem};
-use crate::index::{Extractor, IndexRecord};
 use crate::key::{Entry, ValueKind};
 use crate::options::Compression;
 use crate::sstable::footer::{FOOTER_LEN, Footer};
 use crate::sstable::trailer::seal_block;
 use crate::sstable::{Properties, TableFile, TableOptions, ValueLeaf};
+use crate::value::{Extractor, IndexRecord};
 
 fn indexes() -> Vec<IndexRecord> {
     let shape = BloomShape::for_fpr(2_000, 0.01);
@@ -203,7 +203,7 @@ fn a_leaf_that_is_not_a_filter_is_unreadable() {
     out.append(&block).unwrap();
     drop(out);
     let file = fs.open(&path).unwrap();
-    let entry = super::super::value_filter::ValueFilterEntry {
+    let entry = crate::value::ValueFilterEntry {
         index_id: 1,
         handle: crate::sstable::trailer::BlockHandle {
             offset: 0,
@@ -211,8 +211,7 @@ fn a_leaf_that_is_not_a_filter_is_unreadable() {
         },
         distinct_values: 0,
     };
-    let loaded =
-        super::super::value_filter::ValueFilters::load(file.as_ref(), &path, &[entry], 17).unwrap();
+    let loaded = crate::value::ValueFilters::load(file.as_ref(), &path, &[entry], 17).unwrap();
     assert!(matches!(loaded.leaf(1), ValueLeaf::Unreadable));
     let problem = loaded.problem(&path).unwrap().to_string();
     assert!(problem.contains("does not decode"), "{problem}");

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use sift_value_index::{Profile, ValueIndex};
 
 use crate::error::{Error, Result};
-use crate::index::IndexRecord;
-use crate::sstable::ValueLeaf;
+use crate::value::IndexRecord;
+use crate::value::ValueLeaf;
 use crate::version::Version;
 
 /// Hierarchy order used when the builder names none: a fan-out of 8 keeps

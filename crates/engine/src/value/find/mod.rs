@@ -2,7 +2,7 @@
 //! it) as of a snapshot, without scanning every table.
 //!
 //! 1. The value is hashed once. The index's leaves (one Bloom filter per
-//!    table, see `sstable/value_filter.rs`) are searched through the
+//!    table, see `value/table_filters.rs`) are searched through the
 //!    hierarchy, the bit-sliced layout or one by one ([`Method`], chosen by
 //!    the planner of `sift-value-index` unless the caller names one); tables
 //!    without a readable leaf (written before the index, or damaged) are
@@ -14,8 +14,6 @@
 //!    is not a tombstone and still has the value. An older version that had
 //!    the value, or a newer one hidden by the snapshot, never makes a result.
 
-mod leaves;
-
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -24,12 +22,10 @@ use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats};
 
 use crate::error::{Error, Result};
-use crate::index::IndexRecord;
 use crate::key::{Entry, SeqNo, ValueKind};
+use crate::value::IndexRecord;
 
-use super::Inner;
-
-pub(crate) use leaves::{DEFAULT_ORDER, IndexLeaves};
+use crate::db::{Inner, lock};
 
 /// The planner's costs with the engine's own table scan: opening a table
 /// iterator and reading its first block (a few µs), then decoding, copying
@@ -152,7 +148,7 @@ impl Inner {
         let hash = KeyHash::of(wanted);
         let mut probes = ProbeStats::default();
         let (method, candidates) = {
-            let mut leaves = super::lock(&self.value_leaves);
+            let mut leaves = lock(&self.value_leaves);
             let state = leaves.sync(&current.version, &record)?;
             let method = method.unwrap_or_else(|| {
                 let mut profile = state.profile().clone();
@@ -201,7 +197,7 @@ impl Inner {
             }
         }
         {
-            let leaves = super::lock(&self.value_leaves);
+            let leaves = lock(&self.value_leaves);
             stats.tables_unindexed = leaves
                 .state(record.id)
                 .map_or(0, |s| s.unindexed.intersection(&candidates).count() as u64);

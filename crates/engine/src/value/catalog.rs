@@ -1,27 +1,15 @@
-//! Value indexes of an open database: resolving the declared definitions
-//! against the manifest at open, adding and dropping indexes, reporting
-//! them, and the backfill that gives tables written before an index
-//! existed their leaf.
-//!
-//! The backfill rewrites one table at a time, under the compaction lock,
-//! into a table with the same entries, level and run (so read order is
-//! unchanged), now with every current index's leaf. It runs on the
-//! compaction thread when the planner has nothing to do, and in
-//! [`Db::wait_for_backfill`].
+//! The value indexes of an open database: resolving the declared
+//! definitions against the manifest at open, adding and dropping indexes,
+//! and reporting them.
 
-use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::compaction::OutputRun;
+use crate::db::{Db, Inner, Options, State, SuperVersion, lock};
 use crate::error::{Error, Result};
-use crate::index::{Extractor, IndexDef, IndexInfo, IndexRecord, expected_values};
 use crate::manifest::VersionEdit;
-use crate::sstable::ValueLeaf;
+use crate::value::ValueLeaf;
+use crate::value::{Extractor, IndexDef, IndexInfo, IndexRecord, expected_values};
 use crate::version::{LiveTable, Version};
-
-use super::builder::Options;
-use super::flush::projected_entries;
-use super::{Db, Inner, SuperVersion, lock};
 
 /// Distinct values a table of this database is expected to hold, for the
 /// default leaf shape of a new index: tables as large as the larger of the
@@ -167,7 +155,7 @@ impl Inner {
     /// Logs an edit that only changes indexes, then publishes the new set.
     fn apply_index_edit(
         &self,
-        state: &mut super::State,
+        state: &mut State,
         current: &[IndexRecord],
         edit: VersionEdit,
     ) -> Result<()> {
@@ -182,60 +170,6 @@ impl Inner {
             version,
         });
         Ok(())
-    }
-
-    /// Rewrites one table that lacks the leaf of a live index; `false`
-    /// when every table has every leaf (or there is no index).
-    pub(crate) fn backfill_once(&self) -> Result<bool> {
-        let _one_at_a_time = lock(&self.compaction_lock);
-        let indexes = self.indexes.load_full();
-        let version = Arc::clone(&self.current().version);
-        let Some((run, table)) = version.levels.iter().find_map(|level| {
-            level.runs.iter().find_map(|run| {
-                let missing = run.tables.iter().find(|t| {
-                    indexes
-                        .iter()
-                        .any(|i| matches!(t.table.value_filter(i.id), ValueLeaf::Missing))
-                });
-                missing.map(|t| (run.id, Arc::clone(t)))
-            })
-        }) else {
-            return Ok(false);
-        };
-        {
-            let mut state = lock(&self.state);
-            Self::check_background_error(&state)?;
-            state.compacting = true;
-        }
-        let result = self.rewrite(&version, run, &table);
-        let mut state = lock(&self.state);
-        state.compacting = false;
-        self.changed.notify_all();
-        drop(state);
-        result.map(|()| true)
-    }
-
-    /// Writes `table`'s entries, unchanged, as a new table of the same
-    /// level and run, and swaps it in.
-    fn rewrite(&self, version: &Version, run: u64, table: &Arc<LiveTable>) -> Result<()> {
-        let level = table.meta.level as usize;
-        let entries = table.table.iter(Bound::Unbounded, Bound::Unbounded);
-        let projected = projected_entries(
-            version,
-            level,
-            table.meta.entries,
-            [(level, table.meta.entries)],
-        );
-        let outputs = self.write_tables(
-            entries,
-            level,
-            OutputRun::Existing(run),
-            None,
-            &projected,
-            u64::MAX,
-            true,
-        )?;
-        self.replace_tables(std::slice::from_ref(table), outputs)
     }
 }
 
@@ -295,21 +229,8 @@ impl Db {
             })
             .collect()
     }
-
-    /// Blocks until flushes and compactions are done and every live table
-    /// carries the leaf of every live index, doing the remaining backfill
-    /// on this thread.
-    ///
-    /// # Errors
-    /// [`Error::Io`] or [`Error::Corruption`] met while rewriting a table;
-    /// [`Error::Background`].
-    pub fn wait_for_backfill(&self) -> Result<()> {
-        self.inner.wait_until_idle()?;
-        while self.inner.backfill_once()? {}
-        Ok(())
-    }
 }
 
 #[cfg(test)]
-#[path = "indexes_tests.rs"]
+#[path = "catalog_tests.rs"]
 mod tests;

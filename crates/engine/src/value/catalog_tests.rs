@@ -8,8 +8,8 @@ use sift_filter::{Filter, KeyHash};
 use super::leaves;
 use crate::error::Error;
 use crate::fs::FaultInjectionFs;
-use crate::index::{Extractor, IndexDef};
-use crate::sstable::ValueLeaf;
+use crate::value::ValueLeaf;
+use crate::value::{Extractor, IndexDef};
 use crate::{Db, DbBuilder};
 
 fn builder(fs: &FaultInjectionFs) -> DbBuilder {

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use sift_filter::{Filter, KeyHash, StandardBloom};
 
-use super::trailer::{BlockHandle, read_block};
 use crate::encoding::{Decoder, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;
-use crate::index::IndexRecord;
+use crate::sstable::{BlockHandle, read_block};
+use crate::value::IndexRecord;
 
 /// Each directory entry takes at least 4 bytes (four varints), which bounds
 /// the count a damaged directory can claim.

@@ -1,0 +1,86 @@
+//! The backfill: gives tables written before an index existed their leaf.
+//!
+//! It rewrites one table at a time, under the compaction lock, into a table
+//! with the same entries, level and run (so read order is unchanged), now
+//! with every current index's leaf. It runs on the compaction thread when
+//! the planner has nothing to do, and in [`Db::wait_for_backfill`].
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::compaction::OutputRun;
+use crate::db::{Db, Inner, lock, projected_entries};
+use crate::error::Result;
+use crate::value::ValueLeaf;
+use crate::version::{LiveTable, Version};
+
+impl Inner {
+    /// Rewrites one table that lacks the leaf of a live index; `false`
+    /// when every table has every leaf (or there is no index).
+    pub(crate) fn backfill_once(&self) -> Result<bool> {
+        let _one_at_a_time = lock(&self.compaction_lock);
+        let indexes = self.indexes.load_full();
+        let version = Arc::clone(&self.current().version);
+        let Some((run, table)) = version.levels.iter().find_map(|level| {
+            level.runs.iter().find_map(|run| {
+                let missing = run.tables.iter().find(|t| {
+                    indexes
+                        .iter()
+                        .any(|i| matches!(t.table.value_filter(i.id), ValueLeaf::Missing))
+                });
+                missing.map(|t| (run.id, Arc::clone(t)))
+            })
+        }) else {
+            return Ok(false);
+        };
+        {
+            let mut state = lock(&self.state);
+            Self::check_background_error(&state)?;
+            state.compacting = true;
+        }
+        let result = self.rewrite(&version, run, &table);
+        let mut state = lock(&self.state);
+        state.compacting = false;
+        self.changed.notify_all();
+        drop(state);
+        result.map(|()| true)
+    }
+
+    /// Writes `table`'s entries, unchanged, as a new table of the same
+    /// level and run, and swaps it in.
+    fn rewrite(&self, version: &Version, run: u64, table: &Arc<LiveTable>) -> Result<()> {
+        let level = table.meta.level as usize;
+        let entries = table.table.iter(Bound::Unbounded, Bound::Unbounded);
+        let projected = projected_entries(
+            version,
+            level,
+            table.meta.entries,
+            [(level, table.meta.entries)],
+        );
+        let outputs = self.write_tables(
+            entries,
+            level,
+            OutputRun::Existing(run),
+            None,
+            &projected,
+            u64::MAX,
+            true,
+        )?;
+        self.replace_tables(std::slice::from_ref(table), outputs)
+    }
+}
+
+impl Db {
+    /// Blocks until flushes and compactions are done and every live table
+    /// carries the leaf of every live index, doing the remaining backfill
+    /// on this thread.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Corruption`] met while rewriting a table;
+    /// [`Error::Background`].
+    pub fn wait_for_backfill(&self) -> Result<()> {
+        self.inner.wait_until_idle()?;
+        while self.inner.backfill_once()? {}
+        Ok(())
+    }
+}

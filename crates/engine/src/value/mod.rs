@@ -1,0 +1,56 @@
+//! Search by value: "which keys have this value?", answered through value
+//! indexes without scanning every table.
+//!
+//! An index is a name and an [`Extractor`] (what to take from each value).
+//! Definitions live in the manifest ([`IndexRecord`], `catalog.rs`). Every
+//! table carries, per index, a leaf (a standard Bloom filter over the
+//! values it holds) written in the pass that writes the table
+//! (`table_filters.rs`); tables written before an index existed get theirs
+//! from the backfill (`backfill.rs`). The leaves of an index are arranged
+//! for search (`leaves.rs`, over `sift-value-index`), and a search
+//! (`find/`) probes them, reads the tables that may hold the value and
+//! validates what it finds against the newest versions.
+
+mod backfill;
+mod catalog;
+mod def;
+mod extractor;
+mod find;
+mod json_pointer;
+mod leaves;
+mod table_filters;
+
+pub(crate) use catalog::resolve;
+pub use def::IndexDef;
+pub(crate) use def::{IndexRecord, expected_values};
+pub use extractor::{ExtractFn, Extractor};
+pub use find::{Find, FindKeys, FindStats};
+pub(crate) use leaves::{DEFAULT_ORDER, IndexLeaves};
+pub(crate) use table_filters::{
+    ValueFilterBuilder, ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory,
+    encode_directory,
+};
+
+use sift_filter::BloomShape;
+
+/// What [`Db::indexes`](crate::Db::indexes) reports about one index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexInfo {
+    /// The index's name.
+    pub name: String,
+    /// Its id in table leaf directories (unique over the database's life).
+    pub id: u64,
+    /// What it extracts, as [`Extractor::description`] says.
+    pub extractor: String,
+    /// The shape every leaf of the index has.
+    pub leaf_shape: BloomShape,
+    /// Live tables that carry a readable leaf of the index.
+    pub tables_indexed: usize,
+    /// Live tables written before the index existed, still waiting for the
+    /// backfill (searches scan them).
+    pub tables_missing: usize,
+    /// Live tables whose leaf is damaged (searches scan them; `verify`
+    /// reports them).
+    pub tables_unreadable: usize,
+}
