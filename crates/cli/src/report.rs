@@ -2,7 +2,7 @@
 //! filters, and the value indexes.
 
 use serde_json::{Value, json};
-use siftdb::{FindStats, IndexInfo, LevelStats, Method, Stats};
+use siftdb::{FindStats, IndexInfo, IndexStats, LeafSizing, LevelStats, Method, Stats};
 
 use crate::error::Outcome;
 use crate::output::Output;
@@ -47,15 +47,15 @@ pub fn indexes(out: &mut Output, indexes: &[IndexInfo]) -> Outcome {
         return out.line("no value indexes");
     }
     out.line(format!(
-        "{:<16} {:<28} {:>10} {:>8} {:>8} {:>10}",
-        "index", "extracts", "leaf bits", "indexed", "pending", "unreadable"
+        "{:<16} {:<28} {:<24} {:>8} {:>8} {:>10}",
+        "index", "extracts", "leaves", "indexed", "pending", "unreadable"
     ))?;
     for index in indexes {
         out.line(format!(
-            "{:<16} {:<28} {:>10} {:>8} {:>8} {:>10}",
+            "{:<16} {:<28} {:<24} {:>8} {:>8} {:>10}",
             index.name,
             index.extractor,
-            index.leaf_shape.bits,
+            index.leaf_sizing.description(),
             index.tables_indexed,
             index.tables_missing,
             index.tables_unreadable,
@@ -70,11 +70,76 @@ pub fn index_json(index: &IndexInfo) -> Value {
         "name": index.name,
         "id": index.id,
         "extractor": index.extractor,
-        "leaf_bits": index.leaf_shape.bits,
-        "leaf_probes": index.leaf_shape.probes,
+        "leaf_sizing": index.leaf_sizing.description(),
+        "leaf_fpr_target": index.leaf_sizing.target_fpr(),
+        "leaf_bits": match index.leaf_sizing {
+            LeafSizing::Fixed(shape) => Some(shape.bits),
+            _ => None,
+        },
         "tables_indexed": index.tables_indexed,
         "tables_missing": index.tables_missing,
         "tables_unreadable": index.tables_unreadable,
+    })
+}
+
+/// Prints one row per value index: its filters' sizes and the measured
+/// false-positive rate of its leaves.
+pub fn index_filters(out: &mut Output, indexes: &[IndexStats]) -> Outcome {
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    out.line(format!(
+        "{:<16} {:>7} {:>11} {:>11} {:>10} {:>9} {:>8} {:>9} {:>10} {:>10} {:>9}",
+        "index",
+        "tables",
+        "values",
+        "distinct",
+        "leaf bytes",
+        "bits/val",
+        "classes",
+        "FPR goal",
+        "FPR meas.",
+        "blk bytes",
+        "bits/val"
+    ))?;
+    for s in indexes {
+        out.line(format!(
+            "{:<16} {:>7} {:>11} {:>11} {:>10} {:>9.2} {:>8} {:>8.2}% {:>9.3}% {:>10} {:>9.2}",
+            s.name,
+            s.tables_indexed,
+            s.values,
+            s.distinct_values,
+            human_bytes(s.leaf_bytes),
+            s.leaf_bits_per_value,
+            s.leaf_classes,
+            s.target_fpr * 100.0,
+            s.measured_leaf_fpr * 100.0,
+            human_bytes(s.block_filter_bytes),
+            s.block_filter_bits_per_value,
+        ))?;
+    }
+    out.line(
+        "(FPR meas.: each leaf probed with the same 1,024 values no table holds; blk: the \
+         filters per data block)",
+    )
+}
+
+/// One value index's filters as JSON.
+pub fn index_filters_json(s: &IndexStats) -> Value {
+    json!({
+        "name": s.name,
+        "tables_indexed": s.tables_indexed,
+        "tables_unindexed": s.tables_unindexed,
+        "values": s.values,
+        "distinct_values": s.distinct_values,
+        "leaf_bytes": s.leaf_bytes,
+        "leaf_bits_per_value": s.leaf_bits_per_value,
+        "leaf_classes": s.leaf_classes,
+        "target_fpr": s.target_fpr,
+        "measured_leaf_fpr": s.measured_leaf_fpr,
+        "fpr_probes": s.fpr_probes,
+        "block_filter_bytes": s.block_filter_bytes,
+        "block_filter_bits_per_value": s.block_filter_bits_per_value,
     })
 }
 

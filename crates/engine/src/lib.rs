@@ -57,5 +57,7 @@ pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
 pub use txn::{Transaction, TxnIter, TxnStats};
-pub use value::{ExtractFn, Extractor, Find, FindKeys, FindStats, IndexDef, IndexInfo};
+pub use value::{
+    ExtractFn, Extractor, Find, FindKeys, FindStats, IndexDef, IndexInfo, IndexStats, LeafSizing,
+};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify, verify_in};

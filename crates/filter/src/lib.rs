@@ -50,6 +50,7 @@ pub use error::{DecodeError, Error, Result};
 pub use filter::{Filter, FilterBuilder};
 pub use hash::{HashKind, KeyHash, fastrange32, fastrange64, mix64};
 pub use partitioned::PartitionedBloom;
+pub use probe::DoubleHashing;
 pub use ribbon::{Ribbon, RibbonBuilder, StaticFilter};
 pub use scalable::ScalableBloom;
 pub use standard::{BloomShape, StandardBloom};

@@ -9,15 +9,17 @@ use crate::hash::KeyHash;
 /// callers map them into their range with [`crate::fastrange64`], which
 /// reads the high bits, so the cubic term only matters when `h2` is tiny.
 #[derive(Clone, Debug)]
-pub(crate) struct DoubleHashing {
+pub struct DoubleHashing {
     next: u64,
     step: u64,
     i: u64,
 }
 
 impl DoubleHashing {
+    /// The sequence of `hash`: `g_0 = hash.lo()`, then one value per call.
     #[inline]
-    pub(crate) fn new(hash: KeyHash) -> Self {
+    #[must_use]
+    pub fn new(hash: KeyHash) -> Self {
         Self {
             next: hash.lo(),
             step: hash.hi(),

@@ -104,7 +104,20 @@ impl Estimates {
     /// The cheapest method; ties go to the earlier of [`Method::ALL`].
     #[must_use]
     pub fn cheapest(&self) -> Method {
-        Method::ALL.into_iter().fold(Method::ALL[0], |best, m| {
+        self.cheapest_of(Method::ALL)
+    }
+
+    /// The cheapest method that probes the filters (never
+    /// [`Method::Scan`]): for a caller that always probes, because probing
+    /// costs microseconds and tells it exactly which tables to read, and
+    /// decides on a scan afterwards, knowing the candidates.
+    #[must_use]
+    pub fn cheapest_probe(&self) -> Method {
+        self.cheapest_of(Method::PROBES)
+    }
+
+    fn cheapest_of<const N: usize>(&self, methods: [Method; N]) -> Method {
+        methods.into_iter().fold(methods[0], |best, m| {
             if self.cost(m) < self.cost(best) {
                 m
             } else {
@@ -267,7 +280,11 @@ mod tests {
         // Low cardinality: each leaf holds the same 50 values.
         let p = synthetic(1_000, 8, 10_000, 7, 50.0, 50.0);
         assert_eq!(p.leaves_holding_value(), 1_000.0);
-        assert_eq!(plan(&p, &CostModel::default()), Method::Scan);
+        let e = estimate(&p, &CostModel::default());
+        assert_eq!(e.cheapest(), Method::Scan);
+        // A caller that always probes gets the cheapest probe: the flat
+        // layout's 7 rows of 16 words cost less than 1,000 leaf probes.
+        assert_eq!(e.cheapest_probe(), Method::Flat);
     }
 
     #[test]

@@ -21,6 +21,9 @@ impl Method {
     /// Every method, in the order the planner breaks ties (cheaper
     /// bookkeeping first among equal estimates).
     pub const ALL: [Self; 4] = [Self::Flat, Self::Hierarchy, Self::BloomScan, Self::Scan];
+
+    /// The methods that probe filters, in the same order.
+    pub const PROBES: [Self; 3] = [Self::Flat, Self::Hierarchy, Self::BloomScan];
 }
 
 /// Work done by searches, accumulated (`+=`) by every search it is passed

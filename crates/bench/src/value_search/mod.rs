@@ -226,10 +226,7 @@ fn search_rows(
     db.compact()?;
     let levels = store::tables_per_level(&db);
     let tables: u64 = levels.iter().map(|&t| t as u64).sum();
-    let shape = db
-        .indexes()
-        .first()
-        .map(|i| format!("{} bits, {} probes", i.leaf_shape.bits, i.leaf_shape.probes));
+    let shape = db.indexes().first().map(|i| i.leaf_sizing.description());
     let stats = db.stats();
     let bytes: u64 = stats.levels.iter().map(|l| l.bytes).sum();
     eprintln!(

@@ -1,5 +1,6 @@
 //! `sift stats`: the levels with their tables and key filters, a measured
-//! false-positive rate per level, and the value indexes.
+//! false-positive rate per level, and the value indexes with the sizes and
+//! measured false-positive rate of their filters.
 
 use std::path::Path;
 
@@ -31,6 +32,7 @@ pub fn run(db: &Path, args: &StatsArgs, out: &mut Output) -> Outcome {
             "absent_keys_probed": probed,
             "levels": report::levels_json(&stats),
             "indexes": indexes.iter().map(report::index_json).collect::<Vec<_>>(),
+            "index_filters": stats.indexes.iter().map(report::index_filters_json).collect::<Vec<_>>(),
         });
         return out.json_line(&summary);
     }
@@ -42,7 +44,9 @@ pub fn run(db: &Path, args: &StatsArgs, out: &mut Output) -> Outcome {
         ))?;
     }
     out.line("")?;
-    report::indexes(out, &indexes)
+    report::indexes(out, &indexes)?;
+    out.line("")?;
+    report::index_filters(out, &stats.indexes)
 }
 
 /// Looks up about `sample` absent keys spread over the key space, so that

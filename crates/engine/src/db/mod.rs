@@ -340,8 +340,7 @@ impl Db {
     /// [`Error::InvalidArgument`] if there is no index called `index`;
     /// [`Error::Io`] or [`Error::Corruption`] from reading a table.
     pub fn find(&self, index: &str, value: impl AsRef<[u8]>) -> Result<Find> {
-        self.inner
-            .find_at(index, value.as_ref(), self.inner.visible_seq(), None)
+        self.inner.find_at(index, value.as_ref(), None, None)
     }
 
     /// [`Db::find`] with the leaves searched by `method` (for comparisons:
@@ -350,12 +349,8 @@ impl Db {
     /// # Errors
     /// As [`Db::find`].
     pub fn find_with(&self, index: &str, value: impl AsRef<[u8]>, method: Method) -> Result<Find> {
-        self.inner.find_at(
-            index,
-            value.as_ref(),
-            self.inner.visible_seq(),
-            Some(method),
-        )
+        self.inner
+            .find_at(index, value.as_ref(), None, Some(method))
     }
 
     /// The keys [`Db::find`] returns, without their values.
@@ -366,10 +361,14 @@ impl Db {
         self.find(index, value).map(FindKeys::new)
     }
 
-    /// Counters since open and the shape of the tables now.
+    /// Counters since open, the shape of the tables now, and the filters
+    /// of each value index (their sizes and measured false-positive rate).
     #[must_use]
     pub fn stats(&self) -> Stats {
-        stats::snapshot(&self.inner.counters, &self.inner.current().version)
+        let version = Arc::clone(&self.inner.current().version);
+        let mut stats = stats::snapshot(&self.inner.counters, &version);
+        stats.indexes = self.inner.index_stats(&version);
+        stats
     }
 
     /// The directory the database lives in.

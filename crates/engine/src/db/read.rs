@@ -113,7 +113,11 @@ impl Inner {
 
     /// An iterator over the user keys within `bounds` as of `seq`.
     pub(crate) fn iter(&self, bounds: Bounds, seq: SeqNo) -> DbIter {
-        let current = self.current();
+        Self::iter_in(&self.current(), bounds, seq)
+    }
+
+    /// [`Inner::iter`] over the memtables and version of `current`.
+    pub(crate) fn iter_in(current: &SuperVersion, bounds: Bounds, seq: SeqNo) -> DbIter {
         let mut sources: Vec<BoxedSource<'static>> = Vec::new();
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
             sources.push(Box::new(memtable.iter(bounds.clone())));

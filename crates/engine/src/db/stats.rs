@@ -94,6 +94,8 @@ pub struct Stats {
     pub compaction_bytes_written: u64,
     /// One entry per level, L0 first.
     pub levels: Vec<LevelStats>,
+    /// One entry per value index, in the order they were defined.
+    pub indexes: Vec<crate::value::IndexStats>,
 }
 
 /// The tables and filters of one level.
@@ -203,5 +205,6 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
         compactions: load(&counters.compactions),
         compaction_bytes_written: load(&counters.compaction_bytes_written),
         levels,
+        indexes: Vec::new(),
     }
 }

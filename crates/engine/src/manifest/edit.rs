@@ -232,10 +232,10 @@ mod tests {
                 id: 5,
                 name: "v".into(),
                 extractor: crate::value::Extractor::WholeValue,
-                shape: sift_filter::BloomShape {
+                sizing: crate::value::LeafSizing::Fixed(sift_filter::BloomShape {
                     bits: 64,
                     probes: 2,
-                },
+                }),
             }],
         };
         #[rustfmt::skip]
@@ -321,9 +321,10 @@ mod tests {
             "/[a-z]{0,5}",
             (any::<u32>(), any::<u8>()),
             (64..=1u64 << 36, 1..=64u32),
+            prop_oneof![Just(None), (1e-9..=0.5f64).prop_map(Some)],
         )
             .prop_map(
-                |(id, name, kind, text, (column, separator), (bits, probes))| {
+                |(id, name, kind, text, (column, separator), (bits, probes), fpr)| {
                     let extractor = match kind {
                         0 => Extractor::WholeValue,
                         1 => Extractor::json_field(text),
@@ -334,7 +335,13 @@ mod tests {
                         id,
                         name,
                         extractor,
-                        shape: sift_filter::BloomShape { bits, probes },
+                        sizing: match fpr {
+                            Some(fpr) => crate::value::LeafSizing::PerTable { fpr },
+                            None => crate::value::LeafSizing::Fixed(sift_filter::BloomShape {
+                                bits,
+                                probes,
+                            }),
+                        },
                     }
                 },
             )

@@ -163,6 +163,9 @@ impl TableBuilder {
             handle,
         });
         self.filter.block_boundary(user_key_of(&self.last_key));
+        if !self.values.is_empty() {
+            self.values.block_boundary();
+        }
         Ok(())
     }
 
@@ -236,16 +239,20 @@ impl TableBuilder {
         })
     }
 
-    /// Writes one block per value index leaf; returns the directory.
+    /// Writes each value index's leaf and block filters; returns the
+    /// directory.
     fn write_value_filters(&mut self) -> Result<Vec<ValueFilterEntry>> {
         let values = std::mem::replace(&mut self.values, ValueFilterBuilder::new(&[]));
         let mut directory = Vec::new();
-        for (index_id, encoded, distinct_values) in values.finish() {
-            let handle = self.write_block(&encoded, Compression::None)?;
+        for built in values.finish() {
+            let handle = self.write_block(&built.leaf, Compression::None)?;
+            let blocks = self.write_block(&built.blocks, Compression::None)?;
             directory.push(ValueFilterEntry {
-                index_id,
+                index_id: built.index_id,
                 handle,
-                distinct_values,
+                distinct_values: built.distinct_values,
+                values: built.values,
+                blocks: Some(blocks),
             });
         }
         Ok(directory)

@@ -14,10 +14,11 @@ pub(crate) const FOOTER_LEN: usize = 64;
 /// filter envelope's `"SFLT"`.
 pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
 
-/// The table format this build writes: 2 adds the value filter directory
-/// to the properties. A reader accepts 1 and 2 and refuses others rather
-/// than guessing.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The table format this build writes: 2 added the value filter directory
+/// to the properties; 3 sizes each leaf for its table and adds block value
+/// filters to the directory. A reader accepts 1 to 3 and refuses others
+/// rather than guessing.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 
 /// The oldest format version still read (tables without value filters).
 const OLDEST_VERSION: u32 = 1;
@@ -139,7 +140,7 @@ mod tests {
         assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
         assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
         assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
-        assert_eq!(&bytes[52..56], &[2, 0, 0, 0]);
+        assert_eq!(&bytes[52..56], &[3, 0, 0, 0]);
         assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
         assert_eq!(&bytes[60..64], b"SFTB");
         assert_eq!(Footer::decode(&bytes), Ok(sample()));
@@ -157,14 +158,14 @@ mod tests {
     }
 
     #[test]
-    fn versions_1_and_2_are_read_others_refused() {
-        for version in [0, 1, 2, 3] {
+    fn versions_1_to_3_are_read_others_refused() {
+        for version in [0, 1, 2, 3, 4] {
             let footer = Footer {
                 version,
                 ..sample()
             };
             let decoded = Footer::decode(&footer.encode());
-            assert_eq!(decoded.is_ok(), version == 1 || version == 2, "{version}");
+            assert_eq!(decoded.is_ok(), (1..=3).contains(&version), "{version}");
         }
     }
 }

@@ -71,20 +71,28 @@ pub struct TableSummary {
     pub value_filters: Vec<ValueFilterSummary>,
 }
 
-/// One value index leaf of a table, as [`TableSummary`] reports it.
+/// One value index's filters in a table, as [`TableSummary`] reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ValueFilterSummary {
     /// The index's id ([`IndexInfo::id`](crate::IndexInfo::id)).
     pub index_id: u64,
-    /// Distinct values the leaf holds, estimated from its fill ratio.
+    /// Distinct values the table holds: counted when the table was written
+    /// (format 3), estimated from the leaf's fill before.
     pub distinct_values: u64,
-    /// Whether the leaf could be read (if not, searches scan the table).
+    /// Values extracted, repeats included (0 before format 3).
+    pub values: u64,
+    /// Whether the leaf could be read (if not, searches read the table).
     pub readable: bool,
     /// Offset of the leaf's block in the file.
     pub offset: u64,
     /// Size of the leaf's block, trailer excluded.
     pub size: u64,
+    /// The block filters' block (offset, size), if the table has them.
+    pub block_filters: Option<(u64, u64)>,
+    /// Whether the block filters could be read (true when there are none:
+    /// a table of format 2 reads every block by design).
+    pub block_filters_readable: bool,
 }
 
 impl TableFile {
@@ -146,13 +154,18 @@ impl TableFile {
                 .value_filters
                 .iter()
                 .zip(self.table.value_filters().ids())
-                .map(|(entry, (_, readable))| ValueFilterSummary {
-                    index_id: entry.index_id,
-                    distinct_values: entry.distinct_values,
-                    readable,
-                    offset: entry.handle.offset,
-                    size: entry.handle.size,
-                })
+                .map(
+                    |(entry, (_, readable, blocks_readable))| ValueFilterSummary {
+                        index_id: entry.index_id,
+                        distinct_values: entry.distinct_values,
+                        values: entry.values,
+                        readable,
+                        offset: entry.handle.offset,
+                        size: entry.handle.size,
+                        block_filters: entry.blocks.map(|h| (h.offset, h.size)),
+                        block_filters_readable: blocks_readable,
+                    },
+                )
                 .collect(),
         }
     }

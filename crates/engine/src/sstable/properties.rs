@@ -155,7 +155,7 @@ impl Properties {
         let raw_data_bytes = d.varint("raw data bytes")?;
         let stored_data_bytes = d.varint("stored data bytes")?;
         let value_filters = if version >= 2 {
-            decode_directory(&mut d)?
+            decode_directory(&mut d, version)?
         } else {
             Vec::new()
         };
@@ -236,6 +236,11 @@ mod tests {
                     size: 20,
                 },
                 distinct_values: 3,
+                values: 5,
+                blocks: Some(super::super::trailer::BlockHandle {
+                    offset: 35,
+                    size: 12,
+                }),
             }],
         }
     }
@@ -244,16 +249,16 @@ mod tests {
     fn round_trip_and_every_truncation_fails() {
         let props = sample();
         let bytes = props.encode();
-        assert_eq!(Properties::decode(&bytes, 2).unwrap(), props);
+        assert_eq!(Properties::decode(&bytes, 3).unwrap(), props);
         for cut in 0..bytes.len() {
             assert!(
-                Properties::decode(&bytes[..cut], 2).is_err(),
+                Properties::decode(&bytes[..cut], 3).is_err(),
                 "cut at {cut}"
             );
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(Properties::decode(&longer, 2).is_err());
+        assert!(Properties::decode(&longer, 3).is_err());
     }
 
     #[test]
@@ -271,12 +276,12 @@ mod tests {
     fn impossible_values_are_refused() {
         let mut bad = sample();
         bad.min_seq = 10;
-        assert!(Properties::decode(&bad.encode(), 2).is_err());
+        assert!(Properties::decode(&bad.encode(), 3).is_err());
         let mut bad = sample();
         bad.distinct_keys = 11;
-        assert!(Properties::decode(&bad.encode(), 2).is_err());
+        assert!(Properties::decode(&bad.encode(), 3).is_err());
         let mut bad = sample();
         bad.smallest = b"short".to_vec();
-        assert!(Properties::decode(&bad.encode(), 2).is_err());
+        assert!(Properties::decode(&bad.encode(), 3).is_err());
     }
 }

@@ -17,7 +17,7 @@ use super::trailer::read_block;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
-use crate::value::{ValueFilters, ValueLeaf};
+use crate::value::{BlockFilters, ValueFilters, ValueLeaf};
 
 /// Search keys up to this long are built on the stack, so that a lookup
 /// allocates nothing but the value it returns.
@@ -110,7 +110,13 @@ impl Table {
             limit,
             properties.largest_user_key(),
         )?;
-        let values = ValueFilters::load(file.as_ref(), &path, &properties.value_filters, limit)?;
+        let values = ValueFilters::load(
+            file.as_ref(),
+            &path,
+            &properties.value_filters,
+            properties.data_blocks,
+            limit,
+        )?;
         Ok(Self {
             file,
             path,
@@ -254,14 +260,18 @@ impl Table {
     }
 
     /// The leaf of value index `index_id`: present, missing (the table
-    /// predates the index) or unreadable (damaged). A present leaf has the
-    /// shape the index had when the table was written, which is the
-    /// index's shape (shapes never change).
+    /// predates the index) or unreadable (damaged).
     pub(crate) fn value_filter(&self, index_id: u64) -> ValueLeaf {
         self.values.leaf(index_id)
     }
 
-    /// All value index leaves of the table.
+    /// The block value filters of index `index_id`; `None` when a search
+    /// must read every block (none written, or damaged).
+    pub(crate) fn block_filters(&self, index_id: u64) -> Option<&Arc<BlockFilters>> {
+        self.values.blocks(index_id)
+    }
+
+    /// All value filters of the table.
     pub(crate) fn value_filters(&self) -> &ValueFilters {
         &self.values
     }
@@ -296,6 +306,38 @@ impl Table {
         self.cache
             .insert(self.id, handle.offset, Arc::clone(&block));
         Ok(block)
+    }
+
+    /// Calls `f` with every entry of data block `at` (read through the
+    /// cache), in order: its parsed internal key and its value.
+    pub(crate) fn for_each_in_block(
+        &self,
+        at: usize,
+        mut f: impl FnMut(ParsedKey<'_>, &[u8]),
+    ) -> Result<()> {
+        let block = self.data_block(at)?;
+        let corrupt = |detail: String| Error::corruption(&self.path, self.block_offset(at), detail);
+        let mut key = Vec::new();
+        let mut pos = 0;
+        while let Some((next, value)) = block
+            .entry_at(pos, &mut key)
+            .map_err(|c| c.in_file(&self.path, self.block_offset(at)))?
+        {
+            let parsed = ParsedKey::parse(&key)
+                .ok_or_else(|| corrupt("stored key is not an internal key".into()))?;
+            f(parsed, block.value(value));
+            pos = next;
+        }
+        Ok(())
+    }
+
+    /// The user key of the last entry of data block `at`.
+    pub(crate) fn block_last_user_key(&self, at: usize) -> Option<&[u8]> {
+        self.index
+            .entries
+            .get(at)
+            .and_then(|e| ParsedKey::parse(&e.last_key))
+            .map(|k| k.user_key)
     }
 
     /// Data block `at` read from the file, bypassing the cache.

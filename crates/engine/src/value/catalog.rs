@@ -72,7 +72,7 @@ pub(crate) fn resolve(
                 id: *next_file_number,
                 name: def.name().to_owned(),
                 extractor: def.extractor().clone(),
-                shape: def.shape(expected),
+                sizing: def.sizing(expected),
             });
             *next_file_number += 1;
         }
@@ -80,19 +80,11 @@ pub(crate) fn resolve(
     Ok(live)
 }
 
-/// Every table of `version` with its leaf of `index`: what a search by
-/// value starts from. A leaf whose shape differs from the index's (which a
-/// writer never produces) counts as unreadable.
+/// Every table of `version` with its leaf of `index`.
 pub(crate) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTable>, ValueLeaf)> {
     version
         .tables()
-        .map(|t| {
-            let leaf = match t.table.value_filter(index.id) {
-                ValueLeaf::Present(leaf) if leaf.shape() != index.shape => ValueLeaf::Unreadable,
-                other => other,
-            };
-            (Arc::clone(t), leaf)
-        })
+        .map(|t| (Arc::clone(t), t.table.value_filter(index.id)))
         .collect()
 }
 
@@ -125,7 +117,7 @@ impl Inner {
             id,
             name: def.name().to_owned(),
             extractor: def.extractor().clone(),
-            shape: def.shape(expected_table_values(
+            sizing: def.sizing(expected_table_values(
                 &self.options,
                 &self.current().version,
             )),
@@ -162,6 +154,8 @@ impl Inner {
         let mut next = current.to_vec();
         edit.apply_indexes(&mut next);
         let version = self.log_and_apply(state, edit, &Default::default())?;
+        // A dropped index's search structures go with it.
+        lock(&self.value_leaves).retain(&next);
         self.indexes.store(Arc::new(next));
         let now = self.current();
         self.install(SuperVersion {
@@ -213,7 +207,7 @@ impl Db {
                     name: index.name.clone(),
                     id: index.id,
                     extractor: index.extractor.description(),
-                    leaf_shape: index.shape,
+                    leaf_sizing: index.sizing,
                     tables_indexed: 0,
                     tables_missing: 0,
                     tables_unreadable: 0,

@@ -1,16 +1,30 @@
-//! The value indexes' leaves, arranged for search (`sift-value-index`) and
-//! kept in step with the versions: each search applies the difference
-//! between the tables the structures reflect and the current version's,
-//! so a flush or compaction costs O(changed tables x depth), never a
-//! rebuild.
+//! The value indexes' leaves, arranged for search and kept in step with
+//! the versions.
+//!
+//! Leaves are sized per table, so one index has leaves of several shapes;
+//! the bit-sliced layout and the hierarchy of `sift-value-index` need one
+//! shape, so each size class gets its own [`ValueIndex`], and a search
+//! probes every class (classes are few: tables of one level hold similar
+//! numbers of values, and classes are 12.5% apart, see `sizing.rs`). Each
+//! search applies the difference between the tables the structures reflect
+//! and the current version's, so a flush or compaction costs O(changed
+//! tables x depth), never a rebuild.
+//!
+//! Each leaf is also probed once, when it joins, with a fixed sample of
+//! values no table holds: the measured false-positive rate `Db::stats`
+//! reports.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
-use sift_value_index::{Profile, ValueIndex};
+use sift_filter::{BloomShape, Filter, KeyHash, StandardBloom};
+use sift_value_index::planner::CostModel;
+use sift_value_index::{Method, ProbeStats, Profile, ValueIndex};
 
+use super::def::IndexRecord;
+use super::plan::Costs;
+use super::table_filters::ValueLeaf;
 use crate::error::{Error, Result};
-use crate::value::IndexRecord;
-use crate::value::ValueLeaf;
 use crate::version::Version;
 
 /// Hierarchy order used when the builder names none: a fan-out of 8 keeps
@@ -18,28 +32,194 @@ use crate::version::Version;
 /// covers few enough leaves to prune.
 pub(crate) const DEFAULT_ORDER: usize = 8;
 
+/// Absent values each leaf is probed with when it joins: 1,024 probes at a
+/// 1% rate give about 10 false positives per leaf, and the rates of all
+/// leaves add up to a measurement whose binomial standard deviation is
+/// `sqrt(p / (1024 · leaves))` (0.3 points for one leaf at 1%, 0.04 for 50).
+const FPR_SAMPLE: usize = 1024;
+
+/// The sampled absent values' hashes: values under a prefix no extractor
+/// yields in practice (a 0xff byte starts no UTF-8 text), the same for
+/// every leaf and every run.
+fn absent_sample() -> &'static [KeyHash] {
+    static SAMPLE: OnceLock<Vec<KeyHash>> = OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        (0..FPR_SAMPLE as u64)
+            .map(|i| {
+                let mut value = b"\xffsift absent sample ".to_vec();
+                value.extend_from_slice(&i.to_le_bytes());
+                KeyHash::of(&value)
+            })
+            .collect()
+    })
+}
+
+/// A size class of leaves: its shape, as an ordered key.
+type Class = (u64, u32);
+
+fn class_of(shape: BloomShape) -> Class {
+    (shape.bits, shape.probes)
+}
+
+/// What is known of one readable leaf.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LeafInfo {
+    /// Its shape (its class).
+    pub shape: BloomShape,
+    /// Sampled absent values it answered "maybe" for, of [`FPR_SAMPLE`].
+    pub sampled_positives: u32,
+}
+
 /// One index's search structures.
 #[derive(Debug)]
 pub(crate) struct IndexState {
     /// The definition the structures were built for.
     record: IndexRecord,
-    /// Leaves of the tables that have a readable one.
-    pub index: ValueIndex,
+    order: usize,
+    /// One search structure per leaf shape.
+    classes: BTreeMap<Class, ValueIndex>,
+    /// Tables with a readable leaf.
+    pub indexed: BTreeMap<u64, LeafInfo>,
     /// Tables without a readable leaf (written before the index existed,
-    /// or damaged): every search scans them.
+    /// or damaged): every search reads them.
     pub unindexed: BTreeSet<u64>,
-    /// Every table the structures reflect.
-    tables: BTreeSet<u64>,
-    /// The planner's view of the leaves, computed on the first search
-    /// after a change (it reads every leaf's bits).
-    profile: Option<Profile>,
+    /// Per class, the planner's view of its leaves, computed on the first
+    /// search after a change (it reads every leaf's bits).
+    profiles: Option<Vec<Profile>>,
+    /// Measured costs, re-measured on the first search after a change.
+    pub costs: Option<Costs>,
 }
 
 impl IndexState {
-    /// The leaves' profile, recomputed only after the leaves changed.
-    pub(crate) fn profile(&mut self) -> &Profile {
-        self.profile.get_or_insert_with(|| self.index.profile())
+    fn new(record: IndexRecord, order: usize) -> Self {
+        Self {
+            record,
+            order,
+            classes: BTreeMap::new(),
+            indexed: BTreeMap::new(),
+            unindexed: BTreeSet::new(),
+            profiles: None,
+            costs: None,
+        }
     }
+
+    /// Number of size classes.
+    pub(crate) fn classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Each class's profile, recomputed only after the leaves changed.
+    pub(crate) fn profiles(&mut self) -> &[Profile] {
+        let classes = &self.classes;
+        self.profiles
+            .get_or_insert_with(|| classes.values().map(ValueIndex::profile).collect())
+    }
+
+    /// The tables whose leaf may hold the value hashed to `hash`, probing
+    /// each class by `method` (or, with `None`, by the method the
+    /// planner finds cheapest for that class under `model`), sorted.
+    /// Adds the work to `stats`.
+    pub(crate) fn search(
+        &mut self,
+        method: Option<Method>,
+        model: &CostModel,
+        hash: KeyHash,
+        stats: &mut ProbeStats,
+    ) -> (Vec<u64>, Method) {
+        let methods: Vec<Method> = match method {
+            Some(method) => vec![method; self.classes.len()],
+            None => self
+                .profiles()
+                .iter()
+                .map(|p| sift_value_index::planner::estimate(p, model).cheapest_probe())
+                .collect(),
+        };
+        let mut out = Vec::new();
+        for (class, &method) in self.classes.values().zip(&methods) {
+            out.extend(class.search(method, hash, stats));
+        }
+        out.sort_unstable();
+        // The method most classes used, for the report.
+        let reported = Method::ALL
+            .into_iter()
+            .max_by_key(|m| methods.iter().filter(|x| *x == m).count())
+            .unwrap_or(Method::Flat);
+        (out, method.unwrap_or(reported))
+    }
+
+    /// Each class: its leaves, by table.
+    pub(crate) fn class_indexes(&self) -> impl Iterator<Item = &ValueIndex> {
+        self.classes.values()
+    }
+
+    fn insert(&mut self, table: u64, leaf: Arc<StandardBloom>) -> Result<()> {
+        let shape = leaf.shape();
+        let positives = absent_sample()
+            .iter()
+            .filter(|&&h| leaf.may_contain(h))
+            .count() as u32;
+        let order = self.order;
+        let class = match self.classes.entry(class_of(shape)) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(ValueIndex::new(shape, order).map_err(|e| internal(&self.record, e))?)
+            }
+        };
+        class
+            .insert(table, leaf)
+            .map_err(|e| internal(&self.record, e))?;
+        self.indexed.insert(
+            table,
+            LeafInfo {
+                shape,
+                sampled_positives: positives,
+            },
+        );
+        Ok(())
+    }
+
+    fn remove(&mut self, table: u64) -> Result<()> {
+        if self.unindexed.remove(&table) {
+            return Ok(());
+        }
+        let Some(info) = self.indexed.remove(&table) else {
+            return Ok(());
+        };
+        let key = class_of(info.shape);
+        if let Some(class) = self.classes.get_mut(&key) {
+            class.remove(table).map_err(|e| internal(&self.record, e))?;
+            if class.is_empty() {
+                self.classes.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every table the structures reflect.
+    fn tables(&self) -> impl Iterator<Item = u64> + '_ {
+        self.indexed.keys().chain(&self.unindexed).copied()
+    }
+
+    /// Measured leaf false-positive rate over the sampled absent values,
+    /// and the number of probes it rests on.
+    pub(crate) fn measured_fpr(&self) -> (f64, u64) {
+        let probes = (self.indexed.len() * FPR_SAMPLE) as u64;
+        let positives: u64 = self
+            .indexed
+            .values()
+            .map(|l| u64::from(l.sampled_positives))
+            .sum();
+        let rate = if probes == 0 {
+            0.0
+        } else {
+            positives as f64 / probes as f64
+        };
+        (rate, probes)
+    }
+}
+
+fn internal(record: &IndexRecord, e: sift_value_index::Error) -> Error {
+    Error::Background(format!("value index {}: {e}", record.name))
 }
 
 /// The search structures of every value index.
@@ -58,9 +238,9 @@ impl IndexLeaves {
         }
     }
 
-    /// The structures of index `id`, if a search has built them.
-    pub(crate) fn state(&self, id: u64) -> Option<&IndexState> {
-        self.states.get(&id)
+    /// Forgets the structures of indexes not in `live` (dropped ones).
+    pub(crate) fn retain(&mut self, live: &[IndexRecord]) {
+        self.states.retain(|id, _| live.iter().any(|r| r.id == *id));
     }
 
     /// Brings `record`'s structures in step with `version` and returns them.
@@ -69,57 +249,35 @@ impl IndexLeaves {
         version: &Version,
         record: &IndexRecord,
     ) -> Result<&mut IndexState> {
-        let internal = |e: sift_value_index::Error| {
-            Error::Background(format!("value index {}: {e}", record.name))
-        };
-        if self
+        let order = self.order;
+        let state = self
             .states
-            .get(&record.id)
-            .is_none_or(|s| s.record != *record)
-        {
-            let index = ValueIndex::new(record.shape, self.order).map_err(internal)?;
-            self.states.insert(
-                record.id,
-                IndexState {
-                    record: record.clone(),
-                    index,
-                    unindexed: BTreeSet::new(),
-                    tables: BTreeSet::new(),
-                    profile: None,
-                },
-            );
+            .entry(record.id)
+            .or_insert_with(|| IndexState::new(record.clone(), order));
+        if state.record != *record {
+            *state = IndexState::new(record.clone(), order);
         }
-        let Some(state) = self.states.get_mut(&record.id) else {
-            return Err(internal(sift_value_index::Error::UnknownLeaf(record.id)));
-        };
         let live: BTreeMap<u64, _> = version.tables().map(|t| (t.meta.id, t)).collect();
-        let gone: Vec<u64> = state
-            .tables
-            .iter()
-            .filter(|id| !live.contains_key(id))
-            .copied()
-            .collect();
-        if !gone.is_empty() || live.len() != state.tables.len() {
-            state.profile = None;
-        }
+        let gone: Vec<u64> = state.tables().filter(|id| !live.contains_key(id)).collect();
+        let mut changed = !gone.is_empty();
         for id in gone {
-            state.tables.remove(&id);
-            if !state.unindexed.remove(&id) {
-                state.index.remove(id).map_err(internal)?;
-            }
+            state.remove(id)?;
         }
         for (&id, table) in &live {
-            if !state.tables.insert(id) {
+            if state.indexed.contains_key(&id) || state.unindexed.contains(&id) {
                 continue;
             }
+            changed = true;
             match table.table.value_filter(record.id) {
-                ValueLeaf::Present(leaf) if leaf.shape() == record.shape => {
-                    state.index.insert(id, leaf).map_err(internal)?;
-                }
-                _ => {
+                ValueLeaf::Present(leaf) => state.insert(id, leaf)?,
+                ValueLeaf::Missing | ValueLeaf::Unreadable => {
                     state.unindexed.insert(id);
                 }
             }
+        }
+        if changed {
+            state.profiles = None;
+            state.costs = None;
         }
         Ok(state)
     }

@@ -12,26 +12,33 @@
 //! validates what it finds against the newest versions.
 
 mod backfill;
+mod block_filters;
+mod builder;
+mod calibrate;
 mod catalog;
 mod def;
 mod extractor;
 mod find;
 mod json_pointer;
 mod leaves;
+mod plan;
+mod sizing;
+mod stats;
 mod table_filters;
 
+pub(crate) use block_filters::BlockFilters;
+pub(crate) use builder::ValueFilterBuilder;
 pub(crate) use catalog::resolve;
 pub use def::IndexDef;
+pub use def::LeafSizing;
 pub(crate) use def::{IndexRecord, expected_values};
 pub use extractor::{ExtractFn, Extractor};
 pub use find::{Find, FindKeys, FindStats};
 pub(crate) use leaves::{DEFAULT_ORDER, IndexLeaves};
+pub use stats::IndexStats;
 pub(crate) use table_filters::{
-    ValueFilterBuilder, ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory,
-    encode_directory,
+    ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory, encode_directory,
 };
-
-use sift_filter::BloomShape;
 
 /// What [`Db::indexes`](crate::Db::indexes) reports about one index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,8 +50,8 @@ pub struct IndexInfo {
     pub id: u64,
     /// What it extracts, as [`Extractor::description`] says.
     pub extractor: String,
-    /// The shape every leaf of the index has.
-    pub leaf_shape: BloomShape,
+    /// How its leaves are sized.
+    pub leaf_sizing: LeafSizing,
     /// Live tables that carry a readable leaf of the index.
     pub tables_indexed: usize,
     /// Live tables written before the index existed, still waiting for the

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use super::Findings;
 use crate::key::{ValueKind, user_key_of};
 use crate::manifest::TableMeta;
 use crate::sstable::{Table, TableFile, ValueLeaf};
-use crate::value::{Extractor, IndexRecord};
+use crate::value::{BlockFilters, Extractor, IndexRecord};
 
 /// Longest part of a key or value quoted in a problem: enough to find it,
 /// short enough for one line.
@@ -130,52 +129,80 @@ fn check_meta(table: &Table, meta: &TableMeta, out: &mut Findings) {
     }
 }
 
-/// One leaf being checked.
+/// One index's filters being checked.
 struct Leaf<'a> {
     index: &'a IndexRecord,
     filter: Arc<StandardBloom>,
-    /// Offset of the leaf's block.
+    /// The block filters, if the table has readable ones.
+    blocks: Option<Arc<BlockFilters>>,
+    /// Offsets of the leaf's and the block filters' blocks.
     offset: Option<u64>,
-    /// Values the leaf answered "no" for.
-    misses: u64,
-    /// The first of them: key and value.
-    first_miss: Option<(Vec<u8>, Vec<u8>)>,
+    blocks_offset: Option<u64>,
+    /// Values the leaf (or the block filter of their block) answered "no"
+    /// for, with the first of them: key and value.
+    misses: Misses,
+    block_misses: Misses,
 }
 
-/// Asks every present leaf of a checkable index for every value extracted
-/// from the table's `Value` entries (each was added when the table was
-/// written, so a "no" is a lost value), and reports each leaf that misses
-/// one, and one whose shape is not its index's.
+/// Values a filter wrongly ruled out.
+#[derive(Default)]
+struct Misses {
+    count: u64,
+    first: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Misses {
+    fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.count += 1;
+        self.first
+            .get_or_insert_with(|| (key.to_vec(), value.to_vec()));
+    }
+
+    /// The problem to report, if any value was missed.
+    fn report(&self, what: &str, index: &str) -> Option<String> {
+        let (key, value) = self.first.as_ref()?;
+        Some(format!(
+            "the {what} of index {index:?} misses {} value(s) the table holds (a search would \
+             not find them), first {} of key {}",
+            self.count,
+            quote(value),
+            quote(key)
+        ))
+    }
+}
+
+/// Asks every present leaf of a checkable index, and the block filter of
+/// the entry's block, for every value extracted from the table's `Value`
+/// entries (each was added when the table was written, so a "no" is a
+/// lost value); reports each filter that misses one, and a leaf whose
+/// shape its index's sizing cannot produce.
 fn check_leaves(table: &Arc<Table>, check: &mut LeafCheck<'_>, out: &mut Findings) {
     let path = table.path();
-    let directory = &table.properties().value_filters;
-    let offset_of = |id: u64| {
-        directory
-            .iter()
-            .find(|e| e.index_id == id)
-            .map(|e| e.handle.offset)
-    };
+    let filters = table.value_filters();
     let mut present = Vec::new();
     for &index in &check.checkable {
+        let entry = filters.entry(index.id);
+        let offset = entry.map(|e| e.handle.offset);
         match table.value_filter(index.id) {
-            ValueLeaf::Present(filter) if filter.shape() != index.shape => out.problem(
+            ValueLeaf::Present(filter) if !index.sizing.accepts(filter.shape()) => out.problem(
                 path,
-                offset_of(index.id),
+                offset,
                 format!(
-                    "the leaf of index {:?} has {} bits and {} probes, the index {} and {}",
+                    "the leaf of index {:?} has {} bits and {} probes, which leaves {} do not",
                     index.name,
                     filter.shape().bits,
                     filter.shape().probes,
-                    index.shape.bits,
-                    index.shape.probes
+                    index.sizing.description()
                 ),
             ),
             ValueLeaf::Present(filter) => present.push(Leaf {
                 index,
                 filter,
-                offset: offset_of(index.id),
-                misses: 0,
-                first_miss: None,
+                blocks: table.block_filters(index.id).cloned(),
+                offset,
+                blocks_offset: entry.and_then(|e| e.blocks).map(|h| h.offset),
+                misses: Misses::default(),
+                block_misses: Misses::default(),
             }),
             ValueLeaf::Missing => *check.missing.entry(&index.name).or_default() += 1,
             // `TableFile::verify` reported it.
@@ -185,44 +212,38 @@ fn check_leaves(table: &Arc<Table>, check: &mut LeafCheck<'_>, out: &mut Finding
     if present.is_empty() {
         return;
     }
-    for item in table.iter(Bound::Unbounded, Bound::Unbounded) {
-        let entry = match item {
-            Ok(entry) => entry,
-            Err(err) => return out.error(err, path),
-        };
-        if entry.key.kind != ValueKind::Value {
-            continue;
-        }
-        for leaf in &mut present {
-            let Leaf {
-                index,
-                filter,
-                misses,
-                first_miss,
-                ..
-            } = leaf;
-            index.extractor.extract(&entry.value, &mut |value| {
-                if !filter.may_contain(KeyHash::of(value)) {
-                    *misses += 1;
-                    first_miss.get_or_insert_with(|| (entry.key.user_key.clone(), value.to_vec()));
-                }
-            });
+    for at in 0..table.index().entries.len() {
+        let walked = table.for_each_in_block(at, |key, value| {
+            if key.kind != ValueKind::Value {
+                return;
+            }
+            for leaf in &mut present {
+                leaf.index.extractor.extract(value, &mut |v| {
+                    let hash = KeyHash::of(v);
+                    if !leaf.filter.may_contain(hash) {
+                        leaf.misses.add(key.user_key, v);
+                    }
+                    if leaf
+                        .blocks
+                        .as_ref()
+                        .is_some_and(|b| !b.may_contain(at, hash))
+                    {
+                        leaf.block_misses.add(key.user_key, v);
+                    }
+                });
+            }
+        });
+        if let Err(err) = walked {
+            return out.error(err, path);
         }
     }
     for leaf in present {
-        if let Some((key, value)) = leaf.first_miss {
-            out.problem(
-                path,
-                leaf.offset,
-                format!(
-                    "the leaf of index {:?} misses {} value(s) the table holds (a search would \
-                     not find them), first {} of key {}",
-                    leaf.index.name,
-                    leaf.misses,
-                    quote(&value),
-                    quote(&key)
-                ),
-            );
+        let name = &leaf.index.name;
+        if let Some(problem) = leaf.misses.report("leaf", name) {
+            out.problem(path, leaf.offset, problem);
+        }
+        if let Some(problem) = leaf.block_misses.report("block filters", name) {
+            out.problem(path, leaf.blocks_offset, problem);
         }
     }
 }

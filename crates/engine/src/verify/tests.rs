@@ -8,7 +8,7 @@ use super::*;
 use crate::fs::FaultInjectionFs;
 use crate::log::{LogKind, LogWriter};
 use crate::manifest::{Manifest, VersionEdit, read_current, read_manifest};
-use crate::value::{Extractor, IndexDef};
+use crate::value::{Extractor, IndexDef, LeafSizing};
 use crate::{Db, DbBuilder};
 
 const DIR: &str = "/db";
@@ -114,14 +114,22 @@ fn a_leaf_that_misses_values_is_a_problem() {
     });
     let report = check(&fs);
     let table = names(&fs, ".sst").pop().unwrap();
-    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
-    let problem = &report.problems[0];
-    assert_eq!(problem.path, table);
-    assert!(problem.offset.is_some());
-    assert!(
-        problem.detail.contains("misses") && problem.detail.contains("\"s"),
-        "{problem}"
-    );
+    // The leaf and the block filters both miss the sizes.
+    assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
+    for (problem, what) in report
+        .problems
+        .iter()
+        .zip(["the leaf", "the block filters"])
+    {
+        assert_eq!(problem.path, table);
+        assert!(problem.offset.is_some());
+        assert!(
+            problem.detail.contains(what)
+                && problem.detail.contains("misses")
+                && problem.detail.contains("\"s"),
+            "{problem}"
+        );
+    }
 }
 
 #[test]
@@ -130,7 +138,9 @@ fn a_leaf_of_another_shape_is_a_problem() {
     rewrite_manifest(&fs, |edits| {
         for edit in edits {
             for index in &mut edit.added_indexes {
-                index.shape.bits *= 2;
+                if let LeafSizing::Fixed(shape) = &mut index.sizing {
+                    shape.bits *= 2;
+                }
             }
         }
     });

@@ -13,16 +13,16 @@ use crate::options::Compression;
 use crate::sstable::footer::{FOOTER_LEN, Footer};
 use crate::sstable::trailer::seal_block;
 use crate::sstable::{Properties, TableFile, TableOptions, ValueLeaf};
-use crate::value::{Extractor, IndexRecord};
+use crate::value::{Extractor, IndexRecord, LeafSizing};
 
+/// City leaves sized per table at 1%; tag leaves of one fixed shape.
 fn indexes() -> Vec<IndexRecord> {
-    let shape = BloomShape::for_fpr(2_000, 0.01);
     vec![
         IndexRecord {
             id: 3,
             name: "city".into(),
             extractor: Extractor::json_field("/city"),
-            shape,
+            sizing: LeafSizing::PerTable { fpr: 0.01 },
         },
         IndexRecord {
             id: 9,
@@ -36,7 +36,7 @@ fn indexes() -> Vec<IndexRecord> {
                     out(format!("u{n}").as_bytes());
                 }
             }),
-            shape,
+            sizing: LeafSizing::Fixed(BloomShape::for_fpr(4_000, 0.01)),
         },
     ]
 }
@@ -79,7 +79,8 @@ fn leaves_hold_every_extracted_value_and_few_others() {
     let table = open(&fs, &path).unwrap();
     let cities = present(table.value_filter(3));
     let tags = present(table.value_filter(9));
-    assert_eq!(cities.shape(), indexes()[0].shape);
+    assert!(indexes()[0].sizing.accepts(cities.shape()));
+    assert_eq!(tags.shape(), BloomShape::for_fpr(4_000, 0.01));
     // City c<j> is stored by keys j, j + 500, ...: tombstones when j ends in 9.
     for i in (0..500).filter(|i| i % 10 != 9) {
         assert!(cities.may_contain(KeyHash::of(format!("c{i}").as_bytes())));
@@ -97,11 +98,17 @@ fn leaves_hold_every_extracted_value_and_few_others() {
         "{false_cities} false positives in 10,000"
     );
     assert!(matches!(table.value_filter(4), ValueLeaf::Missing));
-    // The directory's distinct counts come from the fill ratio.
-    let city_count = props.value_filters[0].distinct_values;
-    assert!((450..=550).contains(&city_count), "{city_count}");
+    // Cities whose number ends in 9 are only in tombstones: 450 distinct
+    // cities, counted exactly, in 1,800 values; each tag once.
+    let city = props.value_filters[0];
+    assert_eq!((city.distinct_values, city.values), (450, 1_800));
+    let tag = props.value_filters[1];
+    assert_eq!((tag.distinct_values, tag.values), (3_600, 3_600));
+    // The leaf is sized for 450 values: 7 probes, at most 12 bits each.
+    assert_eq!(cities.shape().probes, 7);
+    assert!(cities.shape().bits <= 450 * 12, "{:?}", cities.shape());
     let summary = TableFile::open_in(&fs, &path).unwrap().properties();
-    assert_eq!(summary.format_version, 2);
+    assert_eq!(summary.format_version, 3);
     assert_eq!(summary.value_filters.len(), 2);
     assert!(summary.value_filters.iter().all(|v| v.readable));
     TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
@@ -203,17 +210,90 @@ fn a_leaf_that_is_not_a_filter_is_unreadable() {
     out.append(&block).unwrap();
     drop(out);
     let file = fs.open(&path).unwrap();
+    let handle = crate::sstable::trailer::BlockHandle {
+        offset: 0,
+        size: 12,
+    };
     let entry = crate::value::ValueFilterEntry {
         index_id: 1,
-        handle: crate::sstable::trailer::BlockHandle {
-            offset: 0,
-            size: 12,
-        },
+        handle,
         distinct_values: 0,
+        values: 0,
+        blocks: Some(handle),
     };
-    let loaded = crate::value::ValueFilters::load(file.as_ref(), &path, &[entry], 17).unwrap();
+    let loaded = crate::value::ValueFilters::load(file.as_ref(), &path, &[entry], 1, 17).unwrap();
     assert!(matches!(loaded.leaf(1), ValueLeaf::Unreadable));
+    assert!(loaded.blocks(1).is_none());
     let problem = loaded.problem(&path).unwrap().to_string();
     assert!(problem.contains("does not decode"), "{problem}");
     assert!(Properties::decode(&[], 2).is_err());
+}
+
+#[test]
+fn block_filters_hold_each_block_s_values_and_rule_out_others() {
+    let fs = FaultInjectionFs::new();
+    let entries = city_entries(2_000);
+    let (path, props) = write(&fs, 1, &entries, indexed_options());
+    let table = open(&fs, &path).unwrap();
+    let blocks = table.block_filters(3).unwrap();
+    assert_eq!(blocks.len() as u64, props.data_blocks);
+    assert!(props.data_blocks > 10, "{}", props.data_blocks);
+    // Every city is in the filter of the block its entry is in.
+    let mut positives = 0;
+    let mut probes = 0;
+    for at in 0..table.index().entries.len() {
+        let mut held = std::collections::BTreeSet::new();
+        table
+            .for_each_in_block(at, |key, value| {
+                if key.kind == ValueKind::Value {
+                    let text = String::from_utf8_lossy(value);
+                    let city = text.split('"').nth(3).unwrap().to_owned();
+                    assert!(
+                        blocks.may_contain(at, KeyHash::of(city.as_bytes())),
+                        "{city} in block {at}"
+                    );
+                    held.insert(city);
+                }
+            })
+            .unwrap();
+        // Cities of other blocks: false positives at the block rate.
+        for j in 0..500 {
+            let city = format!("c{j}");
+            if !held.contains(&city) {
+                probes += 1;
+                positives += usize::from(blocks.may_contain(at, KeyHash::of(city.as_bytes())));
+            }
+        }
+    }
+    // Rate min(1%, 0.5 / blocks); with ~20 blocks, 1%. Over ~9,000 probes
+    // the binomial standard deviation is 0.1 points: 2% is ten of them.
+    let rate = positives as f64 / probes as f64;
+    assert!(rate < 0.02, "{rate} over {probes}");
+}
+
+#[test]
+fn damaged_block_filters_make_every_block_a_candidate_and_are_reported() {
+    let fs = FaultInjectionFs::new();
+    let entries = city_entries(300);
+    let (path, props) = write(&fs, 1, &entries, indexed_options());
+    let blocks = props.value_filters[0].blocks.unwrap();
+    let mut bytes = fs.contents(&path).unwrap();
+    bytes[blocks.offset as usize + 3] ^= 0x01;
+    fs.set_contents(&path, bytes).unwrap();
+    let table = open(&fs, &path).unwrap();
+    present(table.value_filter(3));
+    assert!(
+        table.block_filters(3).is_none(),
+        "damaged: read every block"
+    );
+    assert!(table.block_filters(9).is_some());
+    let file = TableFile::open_in(&fs, &path).unwrap();
+    let summary = file.properties();
+    assert!(!summary.value_filters[0].block_filters_readable);
+    assert!(summary.value_filters[1].block_filters_readable);
+    let err = file.verify().unwrap_err().to_string();
+    assert!(
+        err.contains("value filter") && err.contains("checksum"),
+        "{err}"
+    );
 }

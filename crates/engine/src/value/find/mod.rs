@@ -1,50 +1,52 @@
 //! Search by value: which keys have a value (or an extracted field equal to
-//! it) as of a snapshot, without scanning every table.
+//! it) as of a snapshot, without reading every table.
 //!
-//! 1. The value is hashed once. The index's leaves (one Bloom filter per
-//!    table, see `value/table_filters.rs`) are searched through the
-//!    hierarchy, the bit-sliced layout or one by one ([`Method`], chosen by
-//!    the planner of `sift-value-index` unless the caller names one); tables
-//!    without a readable leaf (written before the index, or damaged) are
-//!    always candidates.
-//! 2. Candidate tables and the memtables (which have no filter) are scanned
-//!    for entries whose extracted values include the searched one.
-//! 3. Every key found is validated (Algorithm 3 of Macyna & Ordonez): it is
-//!    returned once, and only if its newest version visible at the snapshot
-//!    is not a tombstone and still has the value. An older version that had
-//!    the value, or a newer one hidden by the snapshot, never makes a result.
+//! One search pins one version (memtables and tables) and reads only it:
+//!
+//! 1. **Candidates** (`candidates.rs`): the value is hashed once; the
+//!    index's leaves say which tables may hold it, and each such table's
+//!    block filters which of its data blocks. Tables without a readable
+//!    leaf are candidates with every block.
+//! 2. **Plan** (`../plan.rs`): reading the candidate blocks, or one merged
+//!    scan of the store if that is cheaper (a value in most entries).
+//! 3. **Read** (`read.rs`): the candidate blocks and the memtables (which
+//!    have no filter) yield the entries whose extracted values include the
+//!    searched one, each the newest version of its key in its source.
+//! 4. **Validate** (`validate.rs`, Algorithm 3 of Macyna & Ordonez): a key
+//!    is returned only if no newer source holds a version of it visible at
+//!    the snapshot. An older version that had the value, or a newer one
+//!    hidden by the snapshot, never makes a result. The merged scan needs
+//!    no validation: it sees only the newest visible versions.
 
-use std::collections::BTreeSet;
-use std::ops::Bound;
+mod candidates;
+mod read;
+mod validate;
+
+pub(crate) use read::{Hit, Source};
+pub(crate) use validate::shadowed;
 
 use sift_filter::KeyHash;
-use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats};
 
-use crate::error::{Error, Result};
-use crate::key::{Entry, SeqNo, ValueKind};
-use crate::value::IndexRecord;
-
+use super::calibrate;
+use super::def::IndexRecord;
+use super::plan;
 use crate::db::{Inner, lock};
-
-/// The planner's costs with the engine's own table scan: opening a table
-/// iterator and reading its first block (a few µs), then decoding, copying
-/// and running the extractor on each entry (tens of ns, against the 2.2 ns
-/// of the crate's in-memory default). Estimates from `sift-bench db`'s
-/// scan and seek figures; the filter-side constants are the crate's
-/// measured defaults.
-const SCAN_COSTS: CostModel = CostModel {
-    scan_table_ns: 5_000.0,
-    scan_entry_ns: 60.0,
-    ..CostModel::DEFAULT
-};
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
 
 /// What one search by value did: the `explain` of a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FindStats {
-    /// How the leaves were searched.
+    /// How the leaves were probed; [`Method::Scan`] when the store was
+    /// scanned instead of reading candidate blocks (asked for, or chosen
+    /// by the planner after probing).
     pub method: Method,
+    /// Whether the planner chose (`Db::find`) rather than the caller.
+    pub planned: bool,
+    /// Size classes of leaves probed (one search structure each).
+    pub leaf_classes: u64,
     /// Inner nodes of the hierarchy probed.
     pub inner_nodes_probed: u64,
     /// Leaf filters probed one by one (bloom-scan, and the hierarchy's
@@ -54,20 +56,73 @@ pub struct FindStats {
     pub leaves_positive: u64,
     /// 64-bit words ANDed by the flat layout.
     pub words_anded: u64,
-    /// Tables read in full: the positive leaves plus every table without a
-    /// readable leaf (all tables for [`Method::Scan`]).
+    /// Block filters probed in the candidate tables.
+    pub block_filters_probed: u64,
+    /// Candidate data blocks: those no filter ruled out.
+    pub blocks_positive: u64,
+    /// Tables read (at least one block): the candidates, or every table
+    /// for a scan.
     pub tables_scanned: u64,
-    /// Tables scanned because they have no readable leaf of this index.
+    /// Candidate tables without a readable leaf of this index (read in
+    /// full).
     pub tables_unindexed: u64,
-    /// Scanned tables that really held an entry with the value: the rest
-    /// were the filters' false positives.
+    /// Tables read that really held an entry with the value.
     pub tables_matched: u64,
+    /// Data blocks read.
+    pub blocks_read: u64,
+    /// Read blocks that held an entry with the value: the rest were the
+    /// filters' false positives.
+    pub blocks_matched: u64,
+    /// Table entries decoded and extracted.
+    pub entries_examined: u64,
     /// Memtable entries scanned (memtables have no value filter).
     pub memtable_entries_scanned: u64,
-    /// Candidate keys checked against their newest visible version.
+    /// Candidate keys checked against newer versions.
     pub entries_validated: u64,
     /// Keys returned.
     pub results: u64,
+    /// The planner's estimate for reading the candidate blocks, in
+    /// nanoseconds (0 when the caller chose the method).
+    pub estimated_filtered_ns: u64,
+    /// Its estimate for scanning the store, in nanoseconds.
+    pub estimated_scan_ns: u64,
+}
+
+impl Default for FindStats {
+    fn default() -> Self {
+        Self {
+            method: Method::Scan,
+            planned: false,
+            leaf_classes: 0,
+            inner_nodes_probed: 0,
+            leaves_probed: 0,
+            leaves_positive: 0,
+            words_anded: 0,
+            block_filters_probed: 0,
+            blocks_positive: 0,
+            tables_scanned: 0,
+            tables_unindexed: 0,
+            tables_matched: 0,
+            blocks_read: 0,
+            blocks_matched: 0,
+            entries_examined: 0,
+            memtable_entries_scanned: 0,
+            entries_validated: 0,
+            results: 0,
+            estimated_filtered_ns: 0,
+            estimated_scan_ns: 0,
+        }
+    }
+}
+
+impl FindStats {
+    /// Adds a probe's counters.
+    fn add_probes(&mut self, probes: &ProbeStats) {
+        self.inner_nodes_probed += probes.inner_nodes_probed;
+        self.leaves_probed += probes.leaves_probed;
+        self.leaves_positive += probes.leaves_positive;
+        self.words_anded += probes.words_anded;
+    }
 }
 
 /// The result of a search by value: `(key, value)` pairs in key order,
@@ -123,8 +178,8 @@ impl Iterator for FindKeys {
     }
 }
 
-/// Whether `extractor` yields `wanted` from `value`.
-fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> bool {
+/// Whether `index`'s extractor yields `wanted` from `value`.
+pub(crate) fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> bool {
     let mut found = false;
     index
         .extractor
@@ -133,100 +188,76 @@ fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> bool {
 }
 
 impl Inner {
-    /// Keys whose value, by `index`, is `wanted`, as of `seq`.
+    /// Keys whose value, by `index`, is `wanted`, as of `seq` (now, when
+    /// `None`), found by `method` (the planner's choice, when `None`).
     pub(crate) fn find_at(
         &self,
         index: &str,
         wanted: &[u8],
-        seq: SeqNo,
+        seq: Option<SeqNo>,
         method: Option<Method>,
     ) -> Result<Find> {
         let record = self
             .index_named(index)
             .ok_or_else(|| Error::InvalidArgument(format!("no value index named {index:?}")))?;
+        // Pin the version first, then read the sequence number: a
+        // compaction installed before the pin dropped only versions
+        // shadowed at or below what the sequence number then shows.
         let current = self.current();
+        let seq = seq.unwrap_or_else(|| self.visible_seq());
         let hash = KeyHash::of(wanted);
-        let mut probes = ProbeStats::default();
-        let (method, candidates) = {
+        let mut stats = FindStats {
+            planned: method.is_none(),
+            ..FindStats::default()
+        };
+        let (found, costs) = {
             let mut leaves = lock(&self.value_leaves);
             let state = leaves.sync(&current.version, &record)?;
-            let method = method.unwrap_or_else(|| {
-                let mut profile = state.profile().clone();
-                let tables = current.version.tables().count().max(1);
-                let entries: u64 = current.version.tables().map(|t| t.meta.entries).sum();
-                profile.mean_leaf_entries = entries as f64 / tables as f64;
-                sift_value_index::planner::plan(&profile, &SCAN_COSTS)
-            });
-            let mut candidates: BTreeSet<u64> = match method {
-                Method::Scan => current.version.tables().map(|t| t.meta.id).collect(),
-                _ => state
-                    .index
-                    .search(method, hash, &mut probes)
-                    .into_iter()
-                    .collect(),
+            let costs = match state.costs {
+                Some(costs) => costs,
+                None => {
+                    let measured = calibrate::measure(&current, &record, state, seq);
+                    state.costs = Some(measured);
+                    measured
+                }
             };
-            candidates.extend(state.unindexed.iter().copied());
-            (method, candidates)
+            let probe_method = method.filter(|&m| m != Method::Scan);
+            let found = if method == Some(Method::Scan) {
+                None
+            } else {
+                Some(candidates::probe(
+                    &current,
+                    &record,
+                    state,
+                    probe_method,
+                    &costs,
+                    hash,
+                    &mut stats,
+                ))
+            };
+            (found, costs)
         };
-        let mut stats = FindStats {
-            method,
-            inner_nodes_probed: probes.inner_nodes_probed,
-            leaves_probed: probes.leaves_probed,
-            leaves_positive: probes.leaves_positive,
-            words_anded: probes.words_anded,
-            tables_scanned: 0,
-            tables_unindexed: 0,
-            tables_matched: 0,
-            memtable_entries_scanned: 0,
-            entries_validated: 0,
-            results: 0,
+        let scan = match (&found, method) {
+            (None, _) => true,
+            (Some(_), Some(_)) => false,
+            (Some(candidates), None) => {
+                let estimate = plan::estimate(&candidates.workload(&current), &costs);
+                stats.estimated_filtered_ns = estimate.filtered_ns as u64;
+                stats.estimated_scan_ns = estimate.scan_ns as u64;
+                estimate.scan_wins()
+            }
         };
-        let mut keys = BTreeSet::new();
-        let matching = |entry: &Entry| {
-            entry.key.seq <= seq
-                && entry.key.kind == ValueKind::Value
-                && has_value(&record, &entry.value, wanted)
+        let results = match found {
+            Some(candidates) if !scan => {
+                let hits =
+                    read::candidates(&current, &record, &candidates, wanted, seq, &mut stats)?;
+                validate::newest(&current, hits, seq, &mut stats)?
+            }
+            _ => {
+                stats.method = Method::Scan;
+                read::scan(&current, &record, wanted, seq, &mut stats)?
+            }
         };
-        for memtable in std::iter::once(&current.active).chain(&current.immutables) {
-            for entry in memtable.iter((Bound::Unbounded, Bound::Unbounded)) {
-                let entry = entry?;
-                stats.memtable_entries_scanned += 1;
-                if matching(&entry) {
-                    keys.insert(entry.key.user_key);
-                }
-            }
-        }
-        {
-            let leaves = lock(&self.value_leaves);
-            stats.tables_unindexed = leaves
-                .state(record.id)
-                .map_or(0, |s| s.unindexed.intersection(&candidates).count() as u64);
-        }
-        for table in current
-            .version
-            .tables()
-            .filter(|t| candidates.contains(&t.meta.id))
-        {
-            stats.tables_scanned += 1;
-            let mut matched = false;
-            for entry in table.table.iter(Bound::Unbounded, Bound::Unbounded) {
-                let entry = entry?;
-                if matching(&entry) {
-                    matched = true;
-                    keys.insert(entry.key.user_key);
-                }
-            }
-            stats.tables_matched += u64::from(matched);
-        }
-        let mut results = Vec::new();
-        for key in keys {
-            stats.entries_validated += 1;
-            if let Some(value) = self.get_at(&key, seq)?
-                && has_value(&record, &value, wanted)
-            {
-                results.push((key, value));
-            }
-        }
         stats.results = results.len() as u64;
         Ok(Find {
             results: results.into_iter(),

@@ -1,0 +1,121 @@
+//! Step 1 of a search: the leaves name the tables that may hold the value,
+//! then each such table's block filters name its blocks that may.
+
+use std::sync::Arc;
+
+use sift_filter::KeyHash;
+use sift_value_index::{Method, ProbeStats};
+
+use super::FindStats;
+use crate::db::SuperVersion;
+use crate::value::def::IndexRecord;
+use crate::value::leaves::IndexState;
+use crate::value::plan::{Costs, Workload};
+use crate::version::LiveTable;
+
+/// A table a search reads, and which of its blocks.
+#[derive(Debug)]
+pub(crate) struct CandidateTable {
+    pub table: Arc<LiveTable>,
+    /// Where it is in the version: level, and run within the level.
+    pub level: usize,
+    pub run: usize,
+    /// Its data blocks that may hold the value, ascending.
+    pub blocks: Vec<usize>,
+}
+
+/// What the probes found, tables in read order (level, then run).
+#[derive(Debug, Default)]
+pub(crate) struct Candidates {
+    pub tables: Vec<CandidateTable>,
+    /// Per candidate table, the results expected from it.
+    expected: Vec<f64>,
+}
+
+/// Probes the leaves of `state` by `method` (each class's cheapest under
+/// `costs` when `None`), then the block filters of every positive table.
+/// Tables without a readable leaf are candidates, with every block their
+/// block filters (if readable) do not rule out.
+pub(crate) fn probe(
+    current: &SuperVersion,
+    record: &IndexRecord,
+    state: &mut IndexState,
+    method: Option<Method>,
+    costs: &Costs,
+    hash: KeyHash,
+    stats: &mut FindStats,
+) -> Candidates {
+    let mut probes = ProbeStats::default();
+    let (positive, used) = state.search(method, &costs.probe, hash, &mut probes);
+    stats.add_probes(&probes);
+    stats.method = used;
+    stats.leaf_classes = state.classes() as u64;
+    let mut out = Candidates::default();
+    for (level, tables) in current.version.levels.iter().enumerate() {
+        for (run, tables) in tables.runs.iter().enumerate() {
+            for table in &tables.tables {
+                let id = table.meta.id;
+                let unindexed = state.unindexed.contains(&id);
+                if !unindexed && positive.binary_search(&id).is_err() {
+                    continue;
+                }
+                stats.tables_unindexed += u64::from(unindexed);
+                let count = table.table.index().entries.len();
+                let blocks: Vec<usize> = match table.table.block_filters(record.id) {
+                    Some(filters) => {
+                        stats.block_filters_probed += count as u64;
+                        (0..count)
+                            .filter(|&i| filters.may_contain(i, hash))
+                            .collect()
+                    }
+                    None => (0..count).collect(),
+                };
+                stats.blocks_positive += blocks.len() as u64;
+                if blocks.is_empty() {
+                    continue;
+                }
+                let per_block = table.meta.entries as f64 / count.max(1) as f64;
+                let per_value = table
+                    .table
+                    .value_filters()
+                    .entry(record.id)
+                    .filter(|e| e.values > 0 && e.distinct_values > 0)
+                    .map_or(1.0, |e| e.values as f64 / e.distinct_values as f64);
+                out.expected
+                    .push(per_value.min(blocks.len() as f64 * per_block));
+                out.tables.push(CandidateTable {
+                    table: Arc::clone(table),
+                    level,
+                    run,
+                    blocks,
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Candidates {
+    /// What reading the candidates would cost, beside scanning `current`.
+    pub(crate) fn workload(&self, current: &SuperVersion) -> Workload {
+        let mut work = Workload {
+            expected_results: self.expected.iter().sum(),
+            ..Workload::default()
+        };
+        for candidate in &self.tables {
+            let t = &candidate.table;
+            let per_block = t.meta.entries as f64 / t.table.index().entries.len().max(1) as f64;
+            work.candidate_blocks += candidate.blocks.len() as u64;
+            work.candidate_entries += candidate.blocks.len() as f64 * per_block;
+        }
+        for table in current.version.tables() {
+            work.total_blocks += table.table.index().entries.len() as u64;
+            work.total_entries += table.meta.entries;
+        }
+        work.memtable_entries = std::iter::once(&current.active)
+            .chain(&current.immutables)
+            .map(|m| m.len() as u64)
+            .sum();
+        work
+    }
+}
