@@ -25,7 +25,20 @@ const METHODS: [Method; 4] = [
     Method::Flat,
 ];
 
+/// How the test index sizes its leaves.
+#[derive(Clone, Copy, Debug)]
+enum Leaves {
+    /// Per table, at the default 1% (the default).
+    PerTable,
+    /// One fixed shape for every leaf.
+    Fixed,
+}
+
 fn open(fs: &FaultInjectionFs, indexed: bool) -> Db {
+    open_with(fs, indexed.then_some(Leaves::PerTable))
+}
+
+fn open_with(fs: &FaultInjectionFs, leaves: Option<Leaves>) -> Db {
     let mut builder = Db::builder(Path::new("/db"))
         .file_system(Arc::new(fs.clone()))
         .memtable_bytes(4096)
@@ -38,9 +51,11 @@ fn open(fs: &FaultInjectionFs, indexed: bool) -> Db {
         })
         .value_index_order(3)
         .background_threads(false);
-    if indexed {
-        builder = builder
-            .value_index(IndexDef::new("color", Extractor::delimited(1, b',')).leaf_bits(2048));
+    let color = IndexDef::new("color", Extractor::delimited(1, b','));
+    match leaves {
+        None => {}
+        Some(Leaves::PerTable) => builder = builder.value_index(color),
+        Some(Leaves::Fixed) => builder = builder.value_index(color.leaf_bits(2048)),
     }
     builder.open().unwrap()
 }
@@ -70,6 +85,10 @@ fn check_all(db: &Db, model: &Model, colors: u32) {
             assert_eq!(got, want, "{color} by {method:?}: {stats:?}");
             assert_eq!(stats.results as usize, want.len());
             assert!(stats.tables_matched <= stats.tables_scanned);
+            assert!(stats.blocks_matched <= stats.blocks_read, "{stats:?}");
+            if method != Method::Scan {
+                assert!(stats.blocks_read <= stats.blocks_positive, "{stats:?}");
+            }
         }
         let planned: Vec<Vec<u8>> = db
             .find_keys("color", &color)
@@ -105,10 +124,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_method_matches_the_model(ops in proptest::collection::vec(op(), 1..200)) {
+    fn every_method_matches_the_model(
+        ops in proptest::collection::vec(op(), 1..200),
+        fixed in any::<bool>(),
+    ) {
         const COLORS: u32 = 5;
+        let leaves = Some(if fixed { Leaves::Fixed } else { Leaves::PerTable });
         let fs = FaultInjectionFs::new();
-        let mut db = open(&fs, true);
+        let mut db = open_with(&fs, leaves);
         let mut model = Model::new();
         for op in ops {
             match op {
@@ -126,7 +149,7 @@ proptest! {
                 Op::Compact => db.compact().unwrap(),
                 Op::Reopen => {
                     drop(db);
-                    db = open(&fs, true);
+                    db = open_with(&fs, leaves);
                 }
                 Op::Check => check_all(&db, &model, COLORS),
             }
@@ -189,6 +212,10 @@ fn absent_values_scan_no_table_and_unique_values_few() {
         let found = db.find_with("color", "c1234", method).unwrap();
         assert_eq!(found.stats().tables_matched, 1);
         assert!(found.stats().tables_scanned <= 3, "{:?}", found.stats());
+        // Within its table, the block filters leave the one block that
+        // holds it and rarely another.
+        assert_eq!(found.stats().blocks_matched, 1);
+        assert!(found.stats().blocks_read <= 3, "{:?}", found.stats());
         assert_eq!(found.count(), 1);
     }
 }
@@ -205,7 +232,7 @@ fn an_index_added_later_answers_completely_before_and_after_backfill() {
             model.insert(key, record(i, 7));
         }
         db.compact().unwrap();
-        db.add_index(IndexDef::new("color", Extractor::delimited(1, b',')).leaf_bits(2048))
+        db.add_index(IndexDef::new("color", Extractor::delimited(1, b',')))
             .unwrap();
         // Not backfilled yet: the tables have no leaf and are scanned.
         let found = db.find_with("color", "c3", Method::Flat).unwrap();
@@ -263,5 +290,46 @@ fn a_damaged_leaf_makes_its_table_scanned_not_missed() {
         let found = db.find_with("color", "c2", method).unwrap();
         assert!(found.stats().tables_unindexed > 0 || method == Method::Scan);
     }
+    check_all(&db, &model, 4);
+}
+
+#[test]
+fn damaged_block_filters_make_every_block_read_not_missed() {
+    let fs = FaultInjectionFs::new();
+    let mut model = Model::new();
+    {
+        let db = open(&fs, true);
+        for i in 0..400u32 {
+            let key = format!("key{i:04}").into_bytes();
+            db.insert(&key, record(i, 4)).unwrap();
+            model.insert(key, record(i, 4));
+        }
+        db.compact().unwrap();
+    }
+    let mut damaged = 0;
+    for name in siftdb::fs::FileSystem::list(&fs, Path::new("/db")).unwrap() {
+        if !name.ends_with(".sst") {
+            continue;
+        }
+        let path = Path::new("/db").join(&name);
+        let summary = siftdb::TableFile::open_in(&fs, &path).unwrap().properties();
+        let Some((offset, size)) = summary.value_filters.first().and_then(|v| v.block_filters)
+        else {
+            continue;
+        };
+        let mut bytes = fs.contents(&path).unwrap();
+        bytes[(offset + size / 2) as usize] ^= 0x41;
+        fs.set_contents(&path, bytes).unwrap();
+        let reopened = siftdb::TableFile::open_in(&fs, &path).unwrap();
+        assert!(!reopened.properties().value_filters[0].block_filters_readable);
+        assert!(reopened.verify().is_err(), "verify reports {name}");
+        damaged += 1;
+    }
+    assert!(damaged > 0);
+    let db = open(&fs, true);
+    let found = db.find_with("color", "c2", Method::Flat).unwrap();
+    // Every block of a positive table is read; nothing is missed.
+    assert_eq!(found.stats().blocks_read, found.stats().blocks_positive);
+    assert_eq!(found.stats().block_filters_probed, 0);
     check_all(&db, &model, 4);
 }

@@ -182,6 +182,39 @@ mod tests {
     }
 
     #[test]
+    fn measured_leaf_rates_meet_the_target_at_small_and_large_cardinalities() {
+        use sift_filter::{Filter, KeyHash, StandardBloom};
+        // Per cardinality, leaves of distinct value sets, each probed with
+        // the same absent values. Over P probes in all the binomial
+        // standard deviation at 1% is sqrt(0.01 · 0.99 / P): 0.02 points
+        // for P = 200,000. The bound allows the target plus 4 of them.
+        for (n, leaves, absent) in [
+            (1u64, 400u64, 500u64),
+            (4, 400, 500),
+            (16, 400, 500),
+            (100, 200, 1_000),
+            (1_000, 40, 5_000),
+            (100_000, 2, 100_000),
+        ] {
+            let shape = leaf_shape(n, 0.01);
+            let mut positives = 0;
+            for leaf in 0..leaves {
+                let mut filter = StandardBloom::new(shape).unwrap();
+                for v in 0..n {
+                    filter.insert(KeyHash::of(format!("value {leaf} {v}").as_bytes()));
+                }
+                positives += (0..absent)
+                    .filter(|a| filter.may_contain(KeyHash::of(format!("absent {a}").as_bytes())))
+                    .count();
+            }
+            let probes = (leaves * absent) as f64;
+            let rate = positives as f64 / probes;
+            let bound = 0.01 + 4.0 * (0.01 * 0.99 / probes).sqrt();
+            assert!(rate <= bound, "{n} values: {rate} > {bound} ({shape:?})");
+        }
+    }
+
+    #[test]
     fn bits_for_inverts_the_formula() {
         assert_eq!(bits_for(0, 7, 0.01), 0);
         let m = bits_for(1_000, 7, 0.01);
