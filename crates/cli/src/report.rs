@@ -209,24 +209,32 @@ pub fn method_name(method: Method) -> &'static str {
 pub fn explain_json(stats: &FindStats, tables: usize) -> Value {
     json!({
         "method": method_name(stats.method),
+        "planned": stats.planned,
         "tables": tables,
+        "leaf_classes": stats.leaf_classes,
         "inner_nodes_probed": stats.inner_nodes_probed,
         "leaves_probed": stats.leaves_probed,
         "leaves_positive": stats.leaves_positive,
         "words_anded": stats.words_anded,
+        "block_filters_probed": stats.block_filters_probed,
+        "blocks_positive": stats.blocks_positive,
         "tables_scanned": stats.tables_scanned,
         "tables_unindexed": stats.tables_unindexed,
         "tables_matched": stats.tables_matched,
+        "blocks_read": stats.blocks_read,
+        "blocks_matched": stats.blocks_matched,
+        "entries_examined": stats.entries_examined,
         "memtable_entries_scanned": stats.memtable_entries_scanned,
         "entries_validated": stats.entries_validated,
         "results": stats.results,
+        "estimated_filtered_ns": stats.estimated_filtered_ns,
+        "estimated_scan_ns": stats.estimated_scan_ns,
     })
 }
 
-/// What one search by value did, in one sentence.
+/// What one search by value did, in a few sentences.
 pub fn explain_line(stats: &FindStats, tables: usize) -> String {
-    let filters = match stats.method {
-        Method::Scan => "no value filter read".to_owned(),
+    let leaves = match stats.method {
         Method::Flat => format!(
             "{} filter words ANDed, {} tables said maybe",
             stats.words_anded, stats.leaves_positive
@@ -236,14 +244,32 @@ pub fn explain_line(stats: &FindStats, tables: usize) -> String {
             stats.inner_nodes_probed, stats.leaves_probed, stats.leaves_positive
         ),
     };
+    let probed = stats.leaves_probed + stats.words_anded + stats.inner_nodes_probed > 0;
+    let filters = match (stats.method, probed) {
+        (Method::Scan, false) => "no value filter read".to_owned(),
+        (Method::Scan, true) => format!(
+            "probed, then scanned (estimates: {} µs through the filters, {} µs by scan)",
+            stats.estimated_filtered_ns / 1_000,
+            stats.estimated_scan_ns / 1_000
+        ),
+        _ => format!(
+            "{leaves}; {} block filters probed, {} blocks said maybe",
+            stats.block_filters_probed, stats.blocks_positive
+        ),
+    };
     format!(
-        "{}: {filters}; read {} of {tables} tables ({} without a filter, {} held the value); \
-         {} memtable entries scanned; {} results",
+        "{}: {filters}; read {} blocks of {} of {tables} tables ({} without a filter; {} blocks \
+         and {} tables held the value); {} entries examined, {} memtable entries scanned, {} \
+         validated; {} results",
         method_name(stats.method),
+        stats.blocks_read,
         stats.tables_scanned,
         stats.tables_unindexed,
+        stats.blocks_matched,
         stats.tables_matched,
+        stats.entries_examined,
         stats.memtable_entries_scanned,
+        stats.entries_validated,
         stats.results,
     )
 }

@@ -107,9 +107,9 @@ pub fn run(args: &DemoArgs, out: &mut Output) -> Outcome {
         &[
             "The tables by level, with their key filters (bits per key are spent where they save the",
             "most reads; deep levels get Ribbon filters, smaller for the same accuracy) and what the",
-            "filters answered since the database was opened: the lookups above, and the searches'",
-            "checks of each candidate record. FPR: \"maybe\" answers for tables without the key, over",
-            "all probes of such tables.",
+            "filters answered the lookups above since the database was opened (searches by value",
+            "check their candidates against newer versions through the same filters, uncounted).",
+            "FPR: \"maybe\" answers for tables without the key, over all probes of such tables.",
         ],
     )?;
     crate::report::levels(out, &db.stats())?;

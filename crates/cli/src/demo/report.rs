@@ -228,25 +228,37 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
     say(
         out,
         &[
-            "A search asks each table's value filter whether the table may hold the value, and reads",
-            "only the tables that say \"maybe\"; the baseline reads every table. Both returned exactly",
-            "the same records (checked). Filters help most for rare values; a value in nearly every",
-            "table leaves little to skip, and where it would skip nothing the planner reads every",
-            "table, as a scan does.",
+            "A search asks each table's value filter whether the table may hold the value, then, in",
+            "each table that says \"maybe\", the filter of every data block, and reads only the blocks",
+            "that say \"maybe\"; the baseline scans every table. Both returned exactly the same records",
+            "(checked). Filters help most for rare values; a value in nearly every block leaves little",
+            "to skip, and where the measured costs say a scan is cheaper the planner scans.",
         ],
     )?;
     out.line(format!(
-        "  {:<8} {:<7} {:<30} {:>7} {:>13} {:>11} {:>10} {:>11}",
-        "index", "value", "what", "results", "tables read", "filters ms", "scan ms", "speed-up"
+        "  {:<8} {:<7} {:<30} {:>7} {:>19} {:>11} {:>10} {:>11}",
+        "index",
+        "value",
+        "what",
+        "results",
+        "blocks (tables) read",
+        "filters ms",
+        "scan ms",
+        "speed-up"
     ))?;
     for r in rows {
         out.line(format!(
-            "  {:<8} {:<7} {:<30} {:>7} {:>13} {:>11} {:>10} {:>11}",
+            "  {:<8} {:<7} {:<30} {:>7} {:>19} {:>11} {:>10} {:>11}",
             r.query.index,
             r.query.value,
             r.query.label,
             thousands(r.filtered.0.results),
-            format!("{} of {}", r.filtered.0.tables_scanned, r.tables),
+            format!(
+                "{} ({} of {})",
+                thousands(r.filtered.0.blocks_read),
+                r.filtered.0.tables_scanned,
+                r.tables
+            ),
             decimal(r.filtered.1.as_secs_f64() * 1e3, 3),
             decimal(r.scan.1.as_secs_f64() * 1e3, 1),
             format!("{}x", thousands(r.speedup().round() as u64)),
@@ -256,20 +268,23 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
         out,
         &[
             "",
-            "Explain: how each search went through the filters. The planner picks per search: flat",
-            "ANDs a few rows of bits covering every table at once, hierarchy descends a tree of OR-ed",
-            "filters, scan reads every table. False positives are tables read that held no match.",
+            "Explain: how each search went through the filters. The planner probes the table filters",
+            "first (flat ANDs a few rows of bits covering every table at once, hierarchy descends a",
+            "tree of OR-ed filters, bloom-scan asks each table's filter), then the block filters of",
+            "the tables that said maybe; scan means it then judged a full scan cheaper. False",
+            "positives are blocks read that held no match.",
         ],
     )?;
     out.line(format!(
-        "  {:<8} {:<7} {:<10} {:>7} {:>7} {:>8} {:>8} {:>8} {:>9} {:>9}",
+        "  {:<8} {:<7} {:<10} {:>7} {:>7} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9}",
         "index",
         "value",
         "method",
         "probed",
         "ANDed",
         "maybe",
-        "read",
+        "blk maybe",
+        "blk read",
         "matched",
         "false pos",
         "validated"
@@ -277,15 +292,16 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
     for r in rows {
         let s = &r.filtered.0;
         out.line(format!(
-            "  {:<8} {:<7} {:<10} {:>7} {:>7} {:>8} {:>8} {:>8} {:>9} {:>9}",
+            "  {:<8} {:<7} {:<10} {:>7} {:>7} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9}",
             r.query.index,
             r.query.value,
             crate::report::method_name(s.method),
             thousands(s.leaves_probed + s.inner_nodes_probed),
             thousands(s.words_anded),
             thousands(s.leaves_positive),
-            format!("{}/{}", s.tables_scanned, r.tables),
-            thousands(s.tables_matched),
+            thousands(s.blocks_positive),
+            thousands(s.blocks_read),
+            thousands(s.blocks_matched),
             false_positives(s),
             thousands(s.entries_validated),
         ))?;
@@ -293,9 +309,9 @@ pub fn searches(out: &mut Output, rows: &[SearchFigures]) -> Outcome {
     say(
         out,
         &[
-            "  (probed: filters tested one by one, tree nodes included; ANDed: 64-bit words of the flat",
-            "  layout; maybe: tables the filters kept; validated: candidate records checked against",
-            "  their newest version)",
+            "  (probed: table filters tested one by one, tree nodes included; ANDed: 64-bit words of",
+            "  the flat layout; maybe: tables the filters kept; blk: data blocks; validated: records",
+            "  found, checked against their newest version)",
         ],
     )
 }
@@ -317,12 +333,12 @@ pub fn summary(out: &mut Output, seconds: f64, dir: &str, kept: bool) -> Outcome
     ))
 }
 
-/// Tables the filters kept that held no match; "-" when no filter was asked.
+/// Blocks the filters kept that held no match; "-" for a scan.
 fn false_positives(s: &FindStats) -> String {
     if s.method == siftdb::Method::Scan {
         "-".into()
     } else {
-        thousands(s.tables_scanned.saturating_sub(s.tables_matched))
+        thousands(s.blocks_read.saturating_sub(s.blocks_matched))
     }
 }
 
