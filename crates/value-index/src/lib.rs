@@ -37,12 +37,13 @@
 //! `f^k`: a saturated node prunes nothing, and the hierarchy degrades to
 //! probing every leaf plus the inner nodes on top. Values of low
 //! cardinality are worse still: they really are in nearly every leaf, so
-//! no filter method can prune, and scanning without filters
-//! ([`Method::Scan`]) is cheapest. The bit-sliced layout never saturates
-//! (no bit is an OR of leaves) but always pays `k · n / 64` words. All
-//! filter methods return the same candidates, so choosing among them is a
-//! question of cost only, which the [`planner`] answers from measured fill
-//! ratios.
+//! no filter method can prune. The bit-sliced layout never saturates (no
+//! bit is an OR of leaves) but always pays `k · n / 64` words. All filter
+//! methods return the same candidates, so choosing among them is a question
+//! of cost only, which the [`planner`] answers from measured fill ratios:
+//! [`Estimates::cheapest_probe`] for a caller that always probes (the
+//! engine, which decides on a scan afterwards, knowing the candidates),
+//! [`Estimates::cheapest`] with [`Method::Scan`] among the choices.
 
 mod bitsliced;
 mod error;
