@@ -15,7 +15,7 @@
 //! reports.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use sift_filter::{BloomShape, Filter, KeyHash, StandardBloom};
 use sift_value_index::planner::CostModel;
@@ -88,6 +88,9 @@ pub(crate) struct IndexState {
     profiles: Option<Vec<Profile>>,
     /// Measured costs, re-measured on the first search after a change.
     pub costs: Option<Costs>,
+    /// The version the structures reflect: a search on the same version
+    /// has nothing to compare.
+    synced: Weak<Version>,
 }
 
 impl IndexState {
@@ -100,6 +103,7 @@ impl IndexState {
             unindexed: BTreeSet::new(),
             profiles: None,
             costs: None,
+            synced: Weak::new(),
         }
     }
 
@@ -246,7 +250,7 @@ impl IndexLeaves {
     /// Brings `record`'s structures in step with `version` and returns them.
     pub(crate) fn sync(
         &mut self,
-        version: &Version,
+        version: &Arc<Version>,
         record: &IndexRecord,
     ) -> Result<&mut IndexState> {
         let order = self.order;
@@ -256,6 +260,9 @@ impl IndexLeaves {
             .or_insert_with(|| IndexState::new(record.clone(), order));
         if state.record != *record {
             *state = IndexState::new(record.clone(), order);
+        }
+        if std::ptr::eq(state.synced.as_ptr(), Arc::as_ptr(version)) {
+            return Ok(state);
         }
         let live: BTreeMap<u64, _> = version.tables().map(|t| (t.meta.id, t)).collect();
         let gone: Vec<u64> = state.tables().filter(|id| !live.contains_key(id)).collect();
@@ -279,6 +286,7 @@ impl IndexLeaves {
             state.profiles = None;
             state.costs = None;
         }
+        state.synced = Arc::downgrade(version);
         Ok(state)
     }
 }

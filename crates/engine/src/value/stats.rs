@@ -4,6 +4,8 @@
 use super::leaves::IndexState;
 use super::table_filters::ValueLeaf;
 use crate::db::{Inner, lock};
+use std::sync::Arc;
+
 use crate::version::Version;
 
 /// The filters of one value index, over the live tables.
@@ -45,7 +47,7 @@ impl Inner {
     /// The statistics of every live index over `version`. An index whose
     /// search structures cannot follow the version (an internal error that
     /// its next search reports) is left out.
-    pub(crate) fn index_stats(&self, version: &Version) -> Vec<IndexStats> {
+    pub(crate) fn index_stats(&self, version: &Arc<Version>) -> Vec<IndexStats> {
         let mut leaves = lock(&self.value_leaves);
         self.indexes()
             .iter()

@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use sift_filter::KeyHash;
+use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats};
 
 use super::FindStats;
 use crate::db::SuperVersion;
 use crate::value::def::IndexRecord;
 use crate::value::leaves::IndexState;
-use crate::value::plan::{Costs, Workload};
+use crate::value::plan::Workload;
 use crate::version::LiveTable;
 
 /// A table a search reads, and which of its blocks.
@@ -33,7 +34,7 @@ pub(crate) struct Candidates {
 }
 
 /// Probes the leaves of `state` by `method` (each class's cheapest under
-/// `costs` when `None`), then the block filters of every positive table.
+/// `model` when `None`), then the block filters of every positive table.
 /// Tables without a readable leaf are candidates, with every block their
 /// block filters (if readable) do not rule out.
 pub(crate) fn probe(
@@ -41,12 +42,12 @@ pub(crate) fn probe(
     record: &IndexRecord,
     state: &mut IndexState,
     method: Option<Method>,
-    costs: &Costs,
+    model: &CostModel,
     hash: KeyHash,
     stats: &mut FindStats,
 ) -> Candidates {
     let mut probes = ProbeStats::default();
-    let (positive, used) = state.search(method, &costs.probe, hash, &mut probes);
+    let (positive, used) = state.search(method, model, hash, &mut probes);
     stats.add_probes(&probes);
     stats.method = used;
     stats.leaf_classes = state.classes() as u64;

@@ -30,8 +30,8 @@ use sift_value_index::{Method, ProbeStats};
 
 use super::calibrate;
 use super::def::IndexRecord;
-use super::plan;
-use crate::db::{Inner, lock};
+use super::plan::{self, Costs};
+use crate::db::{Inner, SuperVersion, lock};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 
@@ -210,50 +210,28 @@ impl Inner {
             planned: method.is_none(),
             ..FindStats::default()
         };
-        let (found, costs) = {
-            let mut leaves = lock(&self.value_leaves);
-            let state = leaves.sync(&current.version, &record)?;
-            let costs = match state.costs {
-                Some(costs) => costs,
-                None => {
-                    let measured = calibrate::measure(&current, &record, state, seq);
-                    state.costs = Some(measured);
-                    measured
-                }
-            };
-            let probe_method = method.filter(|&m| m != Method::Scan);
-            let found = if method == Some(Method::Scan) {
-                None
-            } else {
-                Some(candidates::probe(
-                    &current,
-                    &record,
-                    state,
-                    probe_method,
-                    &costs,
-                    hash,
-                    &mut stats,
-                ))
-            };
-            (found, costs)
-        };
-        let scan = match (&found, method) {
-            (None, _) => true,
-            (Some(_), Some(_)) => false,
-            (Some(candidates), None) => {
+        let candidates = match method {
+            Some(Method::Scan) => None,
+            Some(method) => Some(
+                self.candidates(&current, &record, Some(method), seq, hash, &mut stats)?
+                    .0,
+            ),
+            None => {
+                let (candidates, costs) =
+                    self.candidates(&current, &record, None, seq, hash, &mut stats)?;
                 let estimate = plan::estimate(&candidates.workload(&current), &costs);
                 stats.estimated_filtered_ns = estimate.filtered_ns as u64;
                 stats.estimated_scan_ns = estimate.scan_ns as u64;
-                estimate.scan_wins()
+                (!estimate.scan_wins()).then_some(candidates)
             }
         };
-        let results = match found {
-            Some(candidates) if !scan => {
+        let results = match candidates {
+            Some(candidates) => {
                 let hits =
                     read::candidates(&current, &record, &candidates, wanted, seq, &mut stats)?;
                 validate::newest(&current, hits, seq, &mut stats)?
             }
-            _ => {
+            None => {
                 stats.method = Method::Scan;
                 read::scan(&current, &record, wanted, seq, &mut stats)?
             }
@@ -263,5 +241,33 @@ impl Inner {
             results: results.into_iter(),
             stats,
         })
+    }
+
+    /// Step 1: the candidate blocks of `current` for the value hashed to
+    /// `hash`, probing the leaves by `method` (by the planner's choice per
+    /// leaf class when `None`), with the measured costs of `record`'s
+    /// searches (measured now if its tables changed since the last time).
+    fn candidates(
+        &self,
+        current: &SuperVersion,
+        record: &IndexRecord,
+        method: Option<Method>,
+        seq: SeqNo,
+        hash: KeyHash,
+        stats: &mut FindStats,
+    ) -> Result<(candidates::Candidates, Costs)> {
+        let mut leaves = lock(&self.value_leaves);
+        let state = leaves.sync(&current.version, record)?;
+        let costs = match state.costs {
+            Some(costs) => costs,
+            None if method.is_some() => Costs::ASSUMED,
+            None => {
+                let measured = calibrate::measure(current, record, state, seq);
+                state.costs = Some(measured);
+                measured
+            }
+        };
+        let found = candidates::probe(current, record, state, method, &costs.probe, hash, stats);
+        Ok((found, costs))
     }
 }
