@@ -91,6 +91,10 @@ pub(crate) struct IndexState {
     /// The version the structures reflect: a search on the same version
     /// has nothing to compare.
     synced: Weak<Version>,
+    /// Data blocks and entries of every table of that version: what a
+    /// scan would read.
+    pub store_blocks: u64,
+    pub store_entries: u64,
 }
 
 impl IndexState {
@@ -104,6 +108,8 @@ impl IndexState {
             profiles: None,
             costs: None,
             synced: Weak::new(),
+            store_blocks: 0,
+            store_entries: 0,
         }
     }
 
@@ -287,6 +293,11 @@ impl IndexLeaves {
             state.costs = None;
         }
         state.synced = Arc::downgrade(version);
+        state.store_blocks = live
+            .values()
+            .map(|t| t.table.index().entries.len() as u64)
+            .sum();
+        state.store_entries = live.values().map(|t| t.meta.entries).sum();
         Ok(state)
     }
 }

@@ -31,6 +31,9 @@ pub(crate) struct Candidates {
     pub tables: Vec<CandidateTable>,
     /// Per candidate table, the results expected from it.
     expected: Vec<f64>,
+    /// Data blocks and entries of all the version's tables.
+    store_blocks: u64,
+    store_entries: u64,
 }
 
 /// Probes the leaves of `state` by `method` (each class's cheapest under
@@ -51,7 +54,11 @@ pub(crate) fn probe(
     stats.add_probes(&probes);
     stats.method = used;
     stats.leaf_classes = state.classes() as u64;
-    let mut out = Candidates::default();
+    let mut out = Candidates {
+        store_blocks: state.store_blocks,
+        store_entries: state.store_entries,
+        ..Candidates::default()
+    };
     for (level, tables) in current.version.levels.iter().enumerate() {
         for (run, tables) in tables.runs.iter().enumerate() {
             for table in &tables.tables {
@@ -101,6 +108,8 @@ impl Candidates {
     pub(crate) fn workload(&self, current: &SuperVersion) -> Workload {
         let mut work = Workload {
             expected_results: self.expected.iter().sum(),
+            total_blocks: self.store_blocks,
+            total_entries: self.store_entries,
             ..Workload::default()
         };
         for candidate in &self.tables {
@@ -108,10 +117,6 @@ impl Candidates {
             let per_block = t.meta.entries as f64 / t.table.index().entries.len().max(1) as f64;
             work.candidate_blocks += candidate.blocks.len() as u64;
             work.candidate_entries += candidate.blocks.len() as f64 * per_block;
-        }
-        for table in current.version.tables() {
-            work.total_blocks += table.table.index().entries.len() as u64;
-            work.total_entries += table.meta.entries;
         }
         work.memtable_entries = std::iter::once(&current.active)
             .chain(&current.immutables)

@@ -219,10 +219,14 @@ impl Inner {
             None => {
                 let (candidates, costs) =
                     self.candidates(&current, &record, None, seq, hash, &mut stats)?;
-                let estimate = plan::estimate(&candidates.workload(&current), &costs);
-                stats.estimated_filtered_ns = estimate.filtered_ns as u64;
-                stats.estimated_scan_ns = estimate.scan_ns as u64;
-                (!estimate.scan_wins()).then_some(candidates)
+                // Without a candidate block nothing is cheaper than reading none.
+                let scan = !candidates.tables.is_empty() && {
+                    let estimate = plan::estimate(&candidates.workload(&current), &costs);
+                    stats.estimated_filtered_ns = estimate.filtered_ns as u64;
+                    stats.estimated_scan_ns = estimate.scan_ns as u64;
+                    estimate.scan_wins()
+                };
+                (!scan).then_some(candidates)
             }
         };
         let results = match candidates {
