@@ -247,44 +247,54 @@ fn an_index_added_later_answers_completely_before_and_after_backfill() {
     check_all(&db, &model, 7);
 }
 
-#[test]
-fn a_damaged_leaf_makes_its_table_scanned_not_missed() {
-    let fs = FaultInjectionFs::new();
+/// A compacted database of 400 records of 4 colors, and its model.
+fn four_colors(fs: &FaultInjectionFs) -> Model {
     let mut model = Model::new();
-    {
-        let db = open(&fs, true);
-        for i in 0..400u32 {
-            let key = format!("key{i:04}").into_bytes();
-            db.insert(&key, record(i, 4)).unwrap();
-            model.insert(key, record(i, 4));
-        }
-        db.compact().unwrap();
+    let db = open(fs, true);
+    for i in 0..400u32 {
+        let key = format!("key{i:04}").into_bytes();
+        db.insert(&key, record(i, 4)).unwrap();
+        model.insert(key, record(i, 4));
     }
-    // Damage the value filter region of every table: a byte in the middle
-    // of each leaf block, found through the table's own summary.
+    db.compact().unwrap();
+    model
+}
+
+/// Flips a byte in the middle of the block `pick` names (offset, size) in
+/// every table, checks that `verify` reports each, and returns how many
+/// tables were damaged.
+fn damage_every_table(
+    fs: &FaultInjectionFs,
+    pick: impl Fn(&siftdb::ValueFilterSummary) -> Option<(u64, u64)>,
+) -> usize {
     let mut damaged = 0;
-    for name in siftdb::fs::FileSystem::list(&fs, Path::new("/db")).unwrap() {
+    for name in siftdb::fs::FileSystem::list(fs, Path::new("/db")).unwrap() {
         if !name.ends_with(".sst") {
             continue;
         }
         let path = Path::new("/db").join(&name);
-        let table = siftdb::TableFile::open_in(&fs, &path).unwrap();
-        let summary = table.properties();
-        let Some(leaf) = summary.value_filters.first() else {
+        let summary = siftdb::TableFile::open_in(fs, &path).unwrap().properties();
+        let Some((offset, size)) = summary.value_filters.first().and_then(&pick) else {
             continue;
         };
         let mut bytes = fs.contents(&path).unwrap();
-        let at = leaf.offset as usize + leaf.size as usize / 2;
-        bytes[at] ^= 0x41;
+        bytes[(offset + size / 2) as usize] ^= 0x41;
         fs.set_contents(&path, bytes).unwrap();
-        let reopened = siftdb::TableFile::open_in(&fs, &path).unwrap();
+        let reopened = siftdb::TableFile::open_in(fs, &path).unwrap();
         assert!(
             reopened.verify().is_err(),
-            "verify reports the damaged leaf of {name}"
+            "verify reports the damage in {name}"
         );
         damaged += 1;
     }
-    assert!(damaged > 0);
+    damaged
+}
+
+#[test]
+fn a_damaged_leaf_makes_its_table_scanned_not_missed() {
+    let fs = FaultInjectionFs::new();
+    let model = four_colors(&fs);
+    assert!(damage_every_table(&fs, |v| Some((v.offset, v.size))) > 0);
     let db = open(&fs, true);
     for method in METHODS {
         let found = db.find_with("color", "c2", method).unwrap();
@@ -296,37 +306,14 @@ fn a_damaged_leaf_makes_its_table_scanned_not_missed() {
 #[test]
 fn damaged_block_filters_make_every_block_read_not_missed() {
     let fs = FaultInjectionFs::new();
-    let mut model = Model::new();
-    {
-        let db = open(&fs, true);
-        for i in 0..400u32 {
-            let key = format!("key{i:04}").into_bytes();
-            db.insert(&key, record(i, 4)).unwrap();
-            model.insert(key, record(i, 4));
-        }
-        db.compact().unwrap();
-    }
-    let mut damaged = 0;
-    for name in siftdb::fs::FileSystem::list(&fs, Path::new("/db")).unwrap() {
-        if !name.ends_with(".sst") {
-            continue;
-        }
-        let path = Path::new("/db").join(&name);
-        let summary = siftdb::TableFile::open_in(&fs, &path).unwrap().properties();
-        let Some((offset, size)) = summary.value_filters.first().and_then(|v| v.block_filters)
-        else {
-            continue;
-        };
-        let mut bytes = fs.contents(&path).unwrap();
-        bytes[(offset + size / 2) as usize] ^= 0x41;
-        fs.set_contents(&path, bytes).unwrap();
-        let reopened = siftdb::TableFile::open_in(&fs, &path).unwrap();
-        assert!(!reopened.properties().value_filters[0].block_filters_readable);
-        assert!(reopened.verify().is_err(), "verify reports {name}");
-        damaged += 1;
-    }
-    assert!(damaged > 0);
+    let model = four_colors(&fs);
+    assert!(damage_every_table(&fs, |v| v.block_filters) > 0);
     let db = open(&fs, true);
+    let summaries = siftdb::fs::FileSystem::list(&fs, Path::new("/db")).unwrap();
+    for name in summaries.iter().filter(|n| n.ends_with(".sst")) {
+        let file = siftdb::TableFile::open_in(&fs, &Path::new("/db").join(name)).unwrap();
+        assert!(!file.properties().value_filters[0].block_filters_readable);
+    }
     let found = db.find_with("color", "c2", Method::Flat).unwrap();
     // Every block of a positive table is read; nothing is missed.
     assert_eq!(found.stats().blocks_read, found.stats().blocks_positive);
