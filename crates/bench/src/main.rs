@@ -4,7 +4,8 @@
 //! Each subcommand is one family of named workloads that prints one table of
 //! results (or JSON lines with `--json`). Progress goes to stderr so stdout
 //! stays parseable. `filters` compares filters, `db` whole engines,
-//! `value-search` the methods of search by value, `txn` what the Bloom
+//! `value-search` search by value on generated data shapes (every method, the
+//! planner and a hand-built exact index), `txn` what the Bloom
 //! pre-check buys a transaction.
 
 use clap::{Parser, Subcommand};
@@ -30,7 +31,7 @@ enum Command {
     Filters(filters::Args),
     /// Whole-engine workloads (fillrandom, readrandom, readmissing, ...): Sift against fjall.
     Db(db::Args),
-    /// Search by value: scan, bloom-scan, hierarchy, flat and the planner on hundreds of tables.
+    /// Search by value on real-looking data shapes: scan, the filter methods, the planner and an exact index.
     ValueSearch(value_search::Args),
     /// Transactions: own-set look-ups and validation, with and without the Bloom pre-check.
     Txn(txn::Args),

@@ -1,37 +1,48 @@
-//! Running the queries of one loaded database through every method, and
-//! checking every answer.
+//! Running one query class through every contender, interleaved, and
+//! checking every answer against the generator.
+//!
+//! The five filter contenders search the value-index store, `exact-index`
+//! its own store of the same records. Each batch of queries runs through
+//! every contender, in an order rotated by one per batch, before the next
+//! batch starts; every repetition asks for other values, every contender
+//! for the same ones. Timed: the search and draining its result (for the
+//! exact index, the prefix scan and the validating `get`s).
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure};
-use siftdb::{Db, Method};
+use anyhow::bail;
+use siftdb::{Db, Extractor, Method};
 
-use super::data::Data;
-use super::store::INDEX;
+use super::dataset::{Class, Dataset, Query};
+use super::exact;
+use super::stores::INDEX;
 
-/// One way of searching: a fixed method, or the planner's choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Searcher {
-    /// Every table, no filter read.
+/// One way of searching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Contender {
+    /// `Method::Scan`: a merged scan of the store, no filter.
     Scan,
-    /// Every leaf filter in turn.
+    /// Every leaf in turn.
     BloomScan,
     /// The Bloofi tree.
     Hierarchy,
     /// The bit-sliced layout.
     Flat,
-    /// `Db::find`: the planner picks one of the four.
+    /// `Db::find`: the planner's choice.
     Planner,
+    /// The hand-built exact index, on its own store.
+    ExactIndex,
 }
 
-impl Searcher {
-    /// Every searcher, in the order of the report.
-    pub const ALL: [Self; 5] = [
+impl Contender {
+    /// Every contender, in report order.
+    pub const ALL: [Self; 6] = [
         Self::Scan,
         Self::BloomScan,
         Self::Hierarchy,
         Self::Flat,
         Self::Planner,
+        Self::ExactIndex,
     ];
 
     /// Name in reports.
@@ -42,97 +53,94 @@ impl Searcher {
             Self::Hierarchy => "hierarchy",
             Self::Flat => "flat",
             Self::Planner => "planner",
+            Self::ExactIndex => "exact-index",
         }
     }
 
-    fn method(self) -> Option<Method> {
-        match self {
-            Self::Scan => Some(Method::Scan),
-            Self::BloomScan => Some(Method::BloomScan),
-            Self::Hierarchy => Some(Method::Hierarchy),
-            Self::Flat => Some(Method::Flat),
-            Self::Planner => None,
-        }
+    /// Whether its counters come from `FindStats`.
+    pub fn uses_filters(self) -> bool {
+        self != Self::ExactIndex
     }
 }
 
-/// Report name of a method the planner picked.
-fn method_name(method: Method) -> &'static str {
-    match method {
-        Method::Scan => Searcher::Scan.name(),
-        Method::BloomScan => Searcher::BloomScan.name(),
-        Method::Hierarchy => Searcher::Hierarchy.name(),
-        Method::Flat => Searcher::Flat.name(),
-    }
-}
-
-/// Which values the queries ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Values {
-    /// Values some entry holds, each with equal chance.
-    Present,
-    /// Values no entry holds.
-    Absent,
-}
-
-/// What one searcher did over all queries and repetitions.
+/// What one contender did over all queries and repetitions of a class.
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
-    /// Queries run (over all repetitions).
+    /// Queries run.
     pub queries: u64,
-    /// Sums of the per-query counters.
-    pub nodes_probed: u64,
-    /// Leaf filters probed.
-    pub leaves_probed: u64,
-    /// Leaves answering "maybe".
-    pub leaves_positive: u64,
-    /// Tables scanned.
-    pub tables_scanned: u64,
-    /// Tables that really held a matching entry.
-    pub tables_true: u64,
-    /// Queries that scanned no table at all.
-    pub no_scan: u64,
     /// Mean milliseconds per query, one per repetition.
     pub rep_ms: Vec<f64>,
-    /// Methods the planner picked, with counts.
-    pub picks: Vec<(&'static str, u64)>,
+    /// Sums of `FindStats` counters.
+    pub leaves_positive: u64,
+    /// Tables read.
+    pub tables_read: u64,
+    /// Data blocks read.
+    pub blocks_read: u64,
+    /// Blocks read that held the value.
+    pub blocks_matched: u64,
+    /// Keys returned.
+    pub results: u64,
+    /// Planner: searches that read the candidate blocks.
+    pub read_candidates: u64,
+    /// Planner: searches where it chose a scan after probing.
+    pub chose_scan: u64,
+    /// Searches that read no data block.
+    pub no_block: u64,
+    /// Exact index: index entries read.
+    pub index_entries: u64,
+    /// Exact index: entries whose record no longer had the value.
+    pub stale: u64,
 }
 
 impl Tally {
     /// Mean of a summed counter per query.
-    pub fn per_query(&self, sum: u64) -> f64 {
+    pub fn mean(&self, sum: u64) -> f64 {
         sum as f64 / self.queries.max(1) as f64
     }
 }
 
-/// Runs `queries` queries per repetition through every searcher on `db`,
-/// interleaved: each batch of `batch` queries runs through all searchers,
-/// in an order rotated by one per batch, before the next batch starts.
-/// Every answer is checked against `data`; a wrong one is an error.
+/// The stores a class is searched in.
+pub struct Stores<'a> {
+    /// Records with the value index.
+    pub value_index: &'a Db,
+    /// Records with the exact index.
+    pub exact_index: &'a Db,
+    /// The records and their answers.
+    pub data: &'a Dataset,
+    /// The indexed field's extractor (for checks and the exact index).
+    pub extractor: Extractor,
+    /// Report label of the stores, for error messages.
+    pub label: String,
+}
+
+/// Runs `queries` queries of `class` per repetition through every
+/// contender, interleaved in batches of `batch`. A wrong answer is an error.
 pub fn run(
-    db: &Db,
-    data: &Data,
-    values: Values,
+    stores: &Stores<'_>,
+    class: Class,
     queries: u64,
     reps: u64,
     batch: u64,
-) -> anyhow::Result<Vec<(Searcher, Tally)>> {
-    let mut tallies: Vec<(Searcher, Tally)> = Searcher::ALL
+) -> anyhow::Result<Vec<(Contender, Tally)>> {
+    let mut tallies: Vec<(Contender, Tally)> = Contender::ALL
         .iter()
-        .map(|&s| (s, Tally::default()))
+        .map(|&c| (c, Tally::default()))
         .collect();
     let batch = batch.max(1);
     let mut turn = 0usize;
     for rep in 0..reps {
-        let mut elapsed = [Duration::ZERO; Searcher::ALL.len()];
+        let mut elapsed = [Duration::ZERO; Contender::ALL.len()];
         let mut start = 0;
         while start < queries {
             let end = (start + batch).min(queries);
+            let values: Vec<Query> = (start..end)
+                .map(|q| stores.data.query(class, rep, q))
+                .collect();
             for step in 0..tallies.len() {
                 let slot = (step + turn) % tallies.len();
-                let (searcher, tally) = &mut tallies[slot];
-                for q in start..end {
-                    elapsed[slot] += query(db, data, values, *searcher, rep, q, tally)?;
+                let (contender, tally) = &mut tallies[slot];
+                for query in &values {
+                    elapsed[slot] += search(stores, *contender, class, query, tally)?;
                 }
             }
             turn += 1;
@@ -147,78 +155,137 @@ pub fn run(
     Ok(tallies)
 }
 
-/// Runs query `q` of repetition `rep`, checks its answer, adds its
-/// counters to `tally` and returns its time.
-fn query(
-    db: &Db,
-    data: &Data,
-    values: Values,
-    searcher: Searcher,
-    rep: u64,
-    q: u64,
+/// Runs one search of every contender on a fresh store, untimed in the
+/// medians, the planner first: the first search after a load builds the
+/// index's search structures and measures the planner's costs. Returns the
+/// planner's milliseconds (that one-time cost included). Answers are
+/// checked as always.
+pub fn warm_up(stores: &Stores<'_>) -> anyhow::Result<f64> {
+    let query = stores.data.query(Class::Uniform, u64::MAX, 0);
+    let mut first = None;
+    let mut tally = Tally::default();
+    let order = std::iter::once(Contender::Planner).chain(
+        Contender::ALL
+            .into_iter()
+            .filter(|&c| c != Contender::Planner),
+    );
+    for contender in order {
+        let time = search(stores, contender, Class::Uniform, &query, &mut tally)?;
+        first.get_or_insert(time.as_secs_f64() * 1e3);
+    }
+    Ok(first.unwrap_or(0.0))
+}
+
+/// Runs one query, checks its answer, adds its counters to `tally` and
+/// returns its time.
+fn search(
+    stores: &Stores<'_>,
+    contender: Contender,
+    class: Class,
+    query: &Query,
     tally: &mut Tally,
 ) -> anyhow::Result<Duration> {
-    // Stream 2·rep for present values, 2·rep + 1 for absent ones: every
-    // repetition asks for other values, every searcher for the same ones.
-    let (value, id) = match values {
-        Values::Present => {
-            let (text, id) = data.present_value(2 * rep, q);
-            (text, Some(id))
+    let value = query.value.as_bytes();
+    let method = match contender {
+        Contender::Scan => Some(Method::Scan),
+        Contender::BloomScan => Some(Method::BloomScan),
+        Contender::Hierarchy => Some(Method::Hierarchy),
+        Contender::Flat => Some(Method::Flat),
+        Contender::Planner | Contender::ExactIndex => None,
+    };
+    let (keys, time) = if contender == Contender::ExactIndex {
+        let start = Instant::now();
+        let answer = exact::find(stores.exact_index, &stores.extractor, value)?;
+        let time = start.elapsed();
+        tally.index_entries += answer.entries;
+        tally.stale += answer.stale;
+        (answer.keys, time)
+    } else {
+        let start = Instant::now();
+        let find = match method {
+            Some(method) => stores.value_index.find_with(INDEX, value, method)?,
+            None => stores.value_index.find(INDEX, value)?,
+        };
+        let stats = *find.stats();
+        let found = find.collect::<Result<Vec<_>, _>>()?;
+        let time = start.elapsed();
+        tally.leaves_positive += stats.leaves_positive;
+        tally.tables_read += stats.tables_scanned;
+        tally.blocks_read += stats.blocks_read;
+        tally.blocks_matched += stats.blocks_matched;
+        tally.no_block += u64::from(stats.blocks_read == 0);
+        if contender == Contender::Planner {
+            if stats.method == Method::Scan {
+                tally.chose_scan += 1;
+            } else {
+                tally.read_candidates += 1;
+            }
         }
-        Values::Absent => (data.absent_value(2 * rep + 1, q), None),
+        let mut keys = Vec::with_capacity(found.len());
+        for (key, record) in found {
+            let mut holds = false;
+            stores
+                .extractor
+                .extract(&record, &mut |v| holds |= v == value);
+            if !holds {
+                bail!(
+                    "{}: {} {}: a search for {:?} returned key {:?} whose record is {:?}",
+                    stores.label,
+                    contender.name(),
+                    class.name(),
+                    query.value,
+                    String::from_utf8_lossy(&key),
+                    String::from_utf8_lossy(&record)
+                );
+            }
+            keys.push(key);
+        }
+        (keys, time)
     };
-    let start = Instant::now();
-    let find = match searcher.method() {
-        Some(method) => db.find_with(INDEX, &value, method)?,
-        None => db.find(INDEX, &value)?,
-    };
-    let stats = find.stats();
-    let counters = [
-        stats.inner_nodes_probed,
-        stats.leaves_probed,
-        stats.leaves_positive,
-        stats.tables_scanned,
-        stats.tables_matched,
-    ];
-    let picked = stats.method;
-    let found = find.collect::<Result<Vec<_>, _>>()?;
-    let time = start.elapsed();
-
-    let mut keys = Vec::with_capacity(found.len());
-    for (key, stored) in found {
-        ensure!(
-            stored == value.as_bytes(),
-            "{}: a search for {value} returned an entry whose value is {:?}",
-            searcher.name(),
-            String::from_utf8_lossy(&stored)
-        );
-        keys.push(key);
-    }
-    keys.sort_unstable();
-    let expected = id.map(|id| data.expected(id)).unwrap_or_default();
-    if keys.len() != expected.len() || keys.iter().zip(&expected).any(|(k, e)| k[..] != e[..]) {
-        bail!(
-            "{}: a search for {value} returned {} entries, {} expected (or other keys)",
-            searcher.name(),
-            keys.len(),
-            expected.len()
-        );
-    }
-
+    check(stores, contender, class, query, &keys)?;
     tally.queries += 1;
-    let [nodes, leaves, positive, scanned, matched] = counters;
-    tally.nodes_probed += nodes;
-    tally.leaves_probed += leaves;
-    tally.leaves_positive += positive;
-    tally.tables_scanned += scanned;
-    tally.tables_true += matched;
-    tally.no_scan += u64::from(scanned == 0);
-    if searcher == Searcher::Planner {
-        let picked = method_name(picked);
-        match tally.picks.iter_mut().find(|(name, _)| *name == picked) {
-            Some((_, n)) => *n += 1,
-            None => tally.picks.push((picked, 1)),
-        }
-    }
+    tally.results += keys.len() as u64;
     Ok(time)
+}
+
+/// Fails unless `keys` are exactly the generator's keys for the query.
+fn check(
+    stores: &Stores<'_>,
+    contender: Contender,
+    class: Class,
+    query: &Query,
+    keys: &[Vec<u8>],
+) -> anyhow::Result<()> {
+    let empty: &[u8] = &[];
+    let expected: Vec<&[u8]> = match query.id {
+        Some(id) => stores.data.expected(id).collect(),
+        None => Vec::new(),
+    };
+    if keys.len() == expected.len() && keys.iter().zip(&expected).all(|(k, e)| k[..] == e[..]) {
+        return Ok(());
+    }
+    let first = keys
+        .iter()
+        .map(Vec::as_slice)
+        .zip(expected.iter().copied())
+        .find(|(k, e)| k != e)
+        .or_else(|| {
+            let n = keys.len().min(expected.len());
+            Some((
+                keys.get(n).map_or(empty, Vec::as_slice),
+                expected.get(n).copied().unwrap_or(empty),
+            ))
+        });
+    let (got, want) = first.unwrap_or((empty, empty));
+    bail!(
+        "{}: {} {}: a search for {:?} returned {} keys, {} expected; first difference: got {:?}, expected {:?}",
+        stores.label,
+        contender.name(),
+        class.name(),
+        query.value,
+        keys.len(),
+        expected.len(),
+        String::from_utf8_lossy(got),
+        String::from_utf8_lossy(want)
+    )
 }
