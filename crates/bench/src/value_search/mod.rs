@@ -220,30 +220,7 @@ fn run_one(
     let first_find_ms = measure::warm_up(&stores)?;
     eprintln!("  {label}: first Db::find after the load: {first_find_ms:.2} ms (untimed warm-up)");
 
-    let loads =
-        |slot: usize, l: &Loaded| (Store::ALL[slot], seconds[slot].clone(), l.footprint.clone());
-    let runs = [loads(0, &plain), loads(1, &value), loads(2, &exact)];
-    let plain_loads = report::Loads {
-        seconds: &runs[0].1,
-        footprint: &runs[0].2,
-    };
-    let mut rows: Vec<Row> = runs
-        .iter()
-        .map(|(store, seconds, footprint)| {
-            let first = (*store == Store::ValueIndex).then_some(first_find_ms);
-            let this = report::Loads { seconds, footprint };
-            Row::Load(LoadRow::new(
-                &setting,
-                *store,
-                data.write_count(),
-                &this,
-                &plain_loads,
-                first,
-            ))
-        })
-        .collect();
-    drop(plain);
-
+    let mut rows = Vec::new();
     for class in Class::ALL {
         eprintln!("  {label}: {} values", class.name());
         let tallies = measure::run(&stores, class, plan.queries, plan.reps, plan.batch)?;
@@ -274,5 +251,48 @@ fn run_one(
             )));
         }
     }
-    Ok(rows)
+    let kept = [&plain, &value, &exact];
+    let mut out = load_rows(&setting, data, &kept, &seconds, first_find_ms)?;
+    out.extend(rows);
+    Ok(out)
+}
+
+/// The load rows of the three stores (`kept`, in [`Store::ALL`] order),
+/// with their load times (`seconds`, same order). Sizes are measured after
+/// compacting each store fully (untimed, after its searches), so stale
+/// versions left by the load do not blur the comparison; the size as
+/// searched is reported beside.
+fn load_rows(
+    setting: &Setting,
+    data: &Dataset,
+    kept: &[&Loaded; 3],
+    seconds: &[Vec<f64>; 3],
+    first_find_ms: f64,
+) -> anyhow::Result<Vec<Row>> {
+    let compacted = kept
+        .iter()
+        .map(|l| stores::compacted(&l.db))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let loads: Vec<report::Loads<'_>> = (0..Store::ALL.len())
+        .map(|slot| report::Loads {
+            seconds: &seconds[slot],
+            footprint: &kept[slot].footprint,
+            compacted: &compacted[slot],
+        })
+        .collect();
+    Ok(Store::ALL
+        .iter()
+        .zip(&loads)
+        .map(|(&store, this)| {
+            let first = (store == Store::ValueIndex).then_some(first_find_ms);
+            Row::Load(LoadRow::new(
+                setting,
+                store,
+                data.write_count(),
+                this,
+                &loads[0],
+                first,
+            ))
+        })
+        .collect())
 }

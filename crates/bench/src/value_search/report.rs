@@ -125,12 +125,14 @@ impl QueryRow {
 }
 
 /// The repeated loads of one store: seconds per repetition and the size
-/// of the last one.
+/// of the last one, as loaded and fully compacted.
 pub struct Loads<'a> {
     /// Seconds of each repetition's load.
     pub seconds: &'a [f64],
-    /// The kept store's size.
+    /// The kept store's size after the load (as searched).
     pub footprint: &'a Footprint,
+    /// Its size after a full compaction.
+    pub compacted: &'a Footprint,
 }
 
 /// A load row.
@@ -156,13 +158,15 @@ pub struct LoadRow {
     pub inserts_per_s: f64,
     /// This store's throughput over the no-index store's.
     pub vs_no_index: f64,
-    /// Bytes of table files.
+    /// Bytes of table files after the load (as searched).
     pub disk_bytes: u64,
-    /// Table bytes beyond the no-index store's.
+    /// Bytes of table files after a full compaction.
+    pub compacted_disk_bytes: u64,
+    /// Compacted table bytes beyond the no-index store's compacted bytes.
     pub extra_disk_bytes: i64,
-    /// Filter bytes pinned in memory beyond the no-index store's: the value
-    /// index's leaves and block filters, or the exact index's extra key
-    /// filter bytes.
+    /// Filter bytes pinned in memory beyond the no-index store's, both
+    /// compacted: the value index's leaves and block filters, or the exact
+    /// index's extra key filter bytes.
     pub extra_memory_bytes: i64,
     /// Value index: leaf bits per distinct value of a table.
     pub leaf_bits_per_value: Option<f64>,
@@ -192,9 +196,10 @@ impl LoadRow {
         let seconds = Spread::of(loads.seconds);
         let plain_seconds = Spread::of(plain.seconds).median;
         let index = footprint.index.as_ref();
-        let extra_memory = match index {
+        let compacted = loads.compacted;
+        let extra_memory = match &compacted.index {
             Some(i) => (i.leaf_bytes + i.block_filter_bytes) as i64,
-            None => footprint.key_filter_bytes as i64 - plain.footprint.key_filter_bytes as i64,
+            None => compacted.key_filter_bytes as i64 - plain.compacted.key_filter_bytes as i64,
         };
         let median = seconds.median.max(1e-9);
         Self {
@@ -208,7 +213,8 @@ impl LoadRow {
             inserts_per_s: writes as f64 / median,
             vs_no_index: plain_seconds / median,
             disk_bytes: footprint.disk_bytes,
-            extra_disk_bytes: footprint.disk_bytes as i64 - plain.footprint.disk_bytes as i64,
+            compacted_disk_bytes: compacted.disk_bytes,
+            extra_disk_bytes: compacted.disk_bytes as i64 - plain.compacted.disk_bytes as i64,
             extra_memory_bytes: extra_memory,
             leaf_bits_per_value: index.map(|i| i.leaf_bits_per_value),
             measured_leaf_fpr: index.map(|i| i.measured_leaf_fpr),
@@ -316,7 +322,7 @@ fn query_table(rows: &[&QueryRow]) -> String {
 }
 
 fn load_table(rows: &[&LoadRow]) -> String {
-    const HEADERS: [&str; 14] = [
+    const HEADERS: [&str; 15] = [
         "shape",
         "config",
         "store",
@@ -328,6 +334,7 @@ fn load_table(rows: &[&LoadRow]) -> String {
         "writes/s",
         "vs no index",
         "disk MiB",
+        "compacted MiB",
         "extra disk",
         "extra memory",
         "value index",
@@ -358,11 +365,12 @@ fn load_table(rows: &[&LoadRow]) -> String {
                 format!("{:.0}", r.inserts_per_s),
                 format!("{:.2}x", r.vs_no_index),
                 format!("{:.2}", mib(r.disk_bytes as i64)),
+                format!("{:.2}", mib(r.compacted_disk_bytes as i64)),
                 format!(
                     "{:+.2} MiB ({:+.0}%)",
                     mib(r.extra_disk_bytes),
                     100.0 * r.extra_disk_bytes as f64
-                        / (r.disk_bytes as i64 - r.extra_disk_bytes).max(1) as f64
+                        / (r.compacted_disk_bytes as i64 - r.extra_disk_bytes).max(1) as f64
                 ),
                 format!("{:+.1} KiB", r.extra_memory_bytes as f64 / 1024.0),
                 index,

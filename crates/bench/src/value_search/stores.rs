@@ -97,7 +97,8 @@ impl Footprint {
         self.levels.iter().map(|&t| t as u64).sum()
     }
 
-    fn of(db: &Db) -> Self {
+    /// The size of `db` now.
+    pub fn of(db: &Db) -> Self {
         let stats = db.stats();
         Self {
             levels: stats.levels.iter().map(|l| l.tables).collect(),
@@ -107,6 +108,15 @@ impl Footprint {
             index: stats.indexes.into_iter().next(),
         }
     }
+}
+
+/// Compacts `db` fully (one sorted run, no shadowed versions) and returns
+/// its size then: the same records in every store, whatever the
+/// background compactions of its load happened to leave, so sizes compare.
+pub fn compacted(db: &Db) -> anyhow::Result<Footprint> {
+    db.compact()?;
+    db.wait_for_compactions()?;
+    Ok(Footprint::of(db))
 }
 
 /// A loaded database. Fields drop in order: the store before its directory.
