@@ -95,7 +95,7 @@ pub fn index_filters(out: &mut Output, indexes: &[IndexStats]) -> Outcome {
         "values",
         "distinct",
         "leaf bytes",
-        "bits/val",
+        "bits/dist",
         "classes",
         "FPR goal",
         "FPR meas.",
@@ -119,8 +119,9 @@ pub fn index_filters(out: &mut Output, indexes: &[IndexStats]) -> Outcome {
         ))?;
     }
     out.line(
-        "(FPR meas.: each leaf probed with the same 1,024 values no table holds; blk: the \
-         filters per data block)",
+        "(bits/dist: leaf bits per distinct value of a table; FPR meas.: each leaf probed with \
+         the same 1,024 values no table holds; blk: the filters per data block, bits per value \
+         extracted)",
     )
 }
 

@@ -134,17 +134,11 @@ impl Collecting {
         let sizing = self.index.sizing;
         let block_fpr = sizing::block_fpr(sizing.target_fpr(), self.block_ends.len() as u64);
         let block_probes = sizing::probes_for(block_fpr);
-        // Blocks of one table hold similar numbers of values: each count is
-        // sized once.
-        let mut sized = std::collections::HashMap::new();
         let mut start = 0;
         let blocks = self.block_ends.iter().map(|&end| {
             let values = self.hashes.get(start..end).unwrap_or_default();
             start = end;
-            let n = values.len() as u64;
-            let bits = *sized
-                .entry(n)
-                .or_insert_with(|| sizing::block_bits(n, block_probes, block_fpr));
+            let bits = sizing::filter_bits(values.len() as u64, block_probes, block_fpr);
             (values, bits)
         });
         let block_filters = BlockFilters::build(block_probes, blocks);

@@ -16,6 +16,9 @@
 //!   These filters are probed one at a time, so each has exactly the bits
 //!   it needs.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use sift_filter::BloomShape;
 use sift_filter::math;
 
@@ -86,19 +89,47 @@ pub(crate) fn bits_for(n: u64, k: u32, fpr: f64) -> u64 {
 /// value in 10 bits, 7 probes). The exact rate, over the occupancy
 /// distribution of `k·n` probes (`math::blocked_bloom_fpr` with the whole
 /// filter as one block), costs `O(bits · k · n)`: about 5 ms for the 60
-/// smallest counts at 12 probes, once per table (each count is sized once),
+/// smallest counts at 12 probes, once per process (see [`filter_bits`]),
 /// and up to here the gap is worth closing (2.7% of the rate at 30 values
 /// in 290 bits; measured with `block_filters.rs`'s rate test).
 const EXACT_BITS: u64 = 512;
 
-/// The bits a block filter of `n` distinct values needs at rate `fpr` with
-/// `k` probes: [`bits_for`], raised until the exact rate meets `fpr` for
-/// small filters.
-pub(crate) fn block_bits(n: u64, k: u32, fpr: f64) -> u64 {
-    let mut bits = bits_for(n, k, fpr);
-    while bits > 0 && bits <= EXACT_BITS && math::blocked_bloom_fpr(bits, n, k, bits as u32) > fpr {
+/// Exact sizes kept before the memo is cleared: a store's blocks hold a
+/// few hundred different small counts at a few rates.
+const MEMO_ENTRIES: usize = 1 << 16;
+
+/// Exact sizes by (values, probes, rate as bits).
+type Memo = Mutex<HashMap<(u64, u32, u64), u64>>;
+
+/// The bits a filter of `n` distinct values needs at rate `fpr` with `k`
+/// probes: [`bits_for`], raised until the exact rate meets `fpr` for
+/// small filters. Exact sizes are remembered for the whole process: the
+/// tables of a store have blocks of similar counts and share a rate, so
+/// each count is computed once, not once per table.
+pub(crate) fn filter_bits(n: u64, k: u32, fpr: f64) -> u64 {
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let formula = bits_for(n, k, fpr);
+    if formula == 0 || formula > EXACT_BITS {
+        return formula;
+    }
+    let memo = MEMO.get_or_init(Mutex::default);
+    let key = (n, k, fpr.to_bits());
+    if let Some(&bits) = memo
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return bits;
+    }
+    let mut bits = formula;
+    while bits <= EXACT_BITS && math::blocked_bloom_fpr(bits, n, k, bits as u32) > fpr {
         bits += 1;
     }
+    let mut memo = memo.lock().unwrap_or_else(PoisonError::into_inner);
+    if memo.len() >= MEMO_ENTRIES {
+        memo.clear();
+    }
+    memo.insert(key, bits);
     bits
 }
 
@@ -115,7 +146,7 @@ pub(crate) fn size_class(bits: u64) -> u64 {
 pub(crate) fn leaf_shape(distinct: u64, fpr: f64) -> BloomShape {
     let probes = probes_for(fpr);
     BloomShape {
-        bits: size_class(bits_for(distinct, probes, fpr)),
+        bits: size_class(filter_bits(distinct, probes, fpr)),
         probes,
     }
 }
@@ -167,7 +198,13 @@ mod tests {
                 // 12.5% plus a rounding bit, except where the 64-bit floor
                 // dominates.
                 let optimum = -fpr.log2() / std::f64::consts::LN_2;
-                if shape.bits > MIN_LEAF_BITS {
+                // Small leaves are sized by their exact rate, which the
+                // formula's optimum underestimates.
+                if shape.bits <= EXACT_BITS {
+                    let exact =
+                        math::blocked_bloom_fpr(shape.bits, n, shape.probes, shape.bits as u32);
+                    assert!(exact <= fpr, "{n} values at {fpr}: exactly {exact}");
+                } else {
                     assert!(
                         per_value <= optimum * 1.125 * 1.01 + 1.0 / n as f64,
                         "{n}: {per_value}"
@@ -225,15 +262,15 @@ mod tests {
     #[test]
     fn small_block_filters_meet_the_exact_rate() {
         for n in 1..=12 {
-            let bits = block_bits(n, 7, 0.01);
+            let bits = filter_bits(n, 7, 0.01);
             assert!(bits >= bits_for(n, 7, 0.01));
             assert!(
                 math::blocked_bloom_fpr(bits, n, 7, bits as u32) <= 0.01,
                 "{n}"
             );
         }
-        assert_eq!(block_bits(0, 7, 0.01), 0);
-        assert_eq!(block_bits(1_000, 7, 0.01), bits_for(1_000, 7, 0.01));
+        assert_eq!(filter_bits(0, 7, 0.01), 0);
+        assert_eq!(filter_bits(1_000, 7, 0.01), bits_for(1_000, 7, 0.01));
     }
 
     #[test]

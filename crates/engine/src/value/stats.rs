@@ -39,7 +39,10 @@ pub struct IndexStats {
     pub fpr_probes: u64,
     /// Bytes of block filters (pinned in memory).
     pub block_filter_bytes: u64,
-    /// Block filter bits per distinct value of a table.
+    /// Block filter bits per value extracted (per indexed record, for one
+    /// value a record): block filters hold each block's distinct values,
+    /// so with few distinct values per table they cost more per distinct
+    /// value than per record.
     pub block_filter_bits_per_value: f64,
 }
 
@@ -91,14 +94,14 @@ fn describe(
             stats.block_filter_bytes += blocks.size_bytes();
         }
     }
-    let per_value = |bytes: u64| {
-        if stats.distinct_values == 0 {
+    let bits_per = |bytes: u64, count: u64| {
+        if count == 0 {
             0.0
         } else {
-            bytes as f64 * 8.0 / stats.distinct_values as f64
+            bytes as f64 * 8.0 / count as f64
         }
     };
-    stats.leaf_bits_per_value = per_value(stats.leaf_bytes);
-    stats.block_filter_bits_per_value = per_value(stats.block_filter_bytes);
+    stats.leaf_bits_per_value = bits_per(stats.leaf_bytes, stats.distinct_values);
+    stats.block_filter_bits_per_value = bits_per(stats.block_filter_bytes, stats.values);
     stats
 }
