@@ -2,14 +2,18 @@
 //! indexes without scanning every table.
 //!
 //! An index is a name and an [`Extractor`] (what to take from each value).
-//! Definitions live in the manifest ([`IndexRecord`], `catalog.rs`). Every
-//! table carries, per index, a leaf (a standard Bloom filter over the
-//! values it holds) written in the pass that writes the table
+//! Definitions live in the manifest ([`IndexRecord`], `def.rs`,
+//! `catalog.rs`). Every table carries, per index, a leaf (a standard Bloom
+//! filter over the values it holds, sized for them: `sizing.rs`) and one
+//! small filter per data block (`block_filters.rs`), built in the pass that
+//! writes the table (`builder.rs`) and pinned when it opens
 //! (`table_filters.rs`); tables written before an index existed get theirs
 //! from the backfill (`backfill.rs`). The leaves of an index are arranged
-//! for search (`leaves.rs`, over `sift-value-index`), and a search
-//! (`find/`) probes them, reads the tables that may hold the value and
-//! validates what it finds against the newest versions.
+//! for search (`leaves.rs`, over `sift-value-index`). A search (`find/`)
+//! probes the leaves and then the block filters, lets the planner
+//! (`plan.rs`, with costs measured by `calibrate.rs`) choose between
+//! reading the candidate blocks and a full scan, and validates what it
+//! finds against newer versions. `stats.rs` reports each index's filters.
 
 mod backfill;
 mod block_filters;
@@ -29,8 +33,7 @@ mod table_filters;
 pub(crate) use block_filters::BlockFilters;
 pub(crate) use builder::ValueFilterBuilder;
 pub(crate) use catalog::resolve;
-pub use def::IndexDef;
-pub use def::LeafSizing;
+pub use def::{IndexDef, LeafSizing};
 pub(crate) use def::{IndexRecord, expected_values};
 pub use extractor::{ExtractFn, Extractor};
 pub use find::{Find, FindKeys, FindStats};
@@ -55,9 +58,9 @@ pub struct IndexInfo {
     /// Live tables that carry a readable leaf of the index.
     pub tables_indexed: usize,
     /// Live tables written before the index existed, still waiting for the
-    /// backfill (searches scan them).
+    /// backfill (searches read them whole).
     pub tables_missing: usize,
-    /// Live tables whose leaf is damaged (searches scan them; `verify`
-    /// reports them).
+    /// Live tables whose leaf is damaged (searches read them whole;
+    /// `verify` reports them).
     pub tables_unreadable: usize,
 }
