@@ -55,10 +55,6 @@ impl Table for Clustered {
         }
     }
 
-    fn absent(&self, distinct: u32) -> u32 {
-        distinct
-    }
-
     fn value_text(&self, id: u32) -> String {
         format!("C{id:07}")
     }

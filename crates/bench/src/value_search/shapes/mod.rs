@@ -41,12 +41,18 @@ pub trait Table {
     fn populate(&self, n: u64, rng: &mut SplitMix64) -> Population;
 
     /// The value id an earlier version of a record held, when its final
-    /// value is `current` (of `distinct`): what an update changes.
-    fn earlier(&self, current: u32, distinct: u32, rng: &mut SplitMix64) -> u32;
+    /// value is `current` (of `distinct`): what an update changes. By
+    /// default any other id, uniformly.
+    fn earlier(&self, current: u32, distinct: u32, rng: &mut SplitMix64) -> u32 {
+        other_uniform(current, distinct, rng)
+    }
 
     /// How many never-stored ids follow the stored ones (`distinct..`),
-    /// each with a text of the same format.
-    fn absent(&self, distinct: u32) -> u32;
+    /// each with a text of the same format. By default as many as are
+    /// stored.
+    fn absent(&self, distinct: u32) -> u32 {
+        distinct
+    }
 
     /// The text of value id `id` (injective over stored and absent ids).
     fn value_text(&self, id: u32) -> String;

@@ -5,7 +5,7 @@
 
 use siftdb::Extractor;
 
-use super::{Population, SplitMix64, Table, hex_keys, other_uniform};
+use super::{Population, SplitMix64, Table, hex_keys};
 
 /// Share of records with a distinct code.
 const DISTINCT_SHARE: f64 = 0.9;
@@ -40,14 +40,6 @@ impl Table for Small {
             values,
             distinct: distinct as u32,
         }
-    }
-
-    fn earlier(&self, current: u32, distinct: u32, rng: &mut SplitMix64) -> u32 {
-        other_uniform(current, distinct, rng)
-    }
-
-    fn absent(&self, distinct: u32) -> u32 {
-        distinct
     }
 
     /// Eight base-32 characters of a 40-bit bijection of `id`, so codes

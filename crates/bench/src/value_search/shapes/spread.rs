@@ -6,7 +6,7 @@
 
 use siftdb::Extractor;
 
-use super::{Population, SplitMix64, Table, hex_keys, other_uniform, pick};
+use super::{Population, SplitMix64, Table, hex_keys, pick};
 
 /// Records per value.
 const PER_VALUE: u64 = 100;
@@ -36,14 +36,6 @@ impl Table for Spread {
             values: (0..n).map(|i| (i % distinct) as u32).collect(),
             distinct: distinct as u32,
         }
-    }
-
-    fn earlier(&self, current: u32, distinct: u32, rng: &mut SplitMix64) -> u32 {
-        other_uniform(current, distinct, rng)
-    }
-
-    fn absent(&self, distinct: u32) -> u32 {
-        distinct
     }
 
     /// `N`, three digits, two letters: distinct below [`TAILS`], which
