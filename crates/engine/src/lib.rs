@@ -51,7 +51,8 @@ pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use key::SeqNo;
 pub use options::{
-    BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WriteOptions,
+    BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WalRecovery,
+    WriteOptions,
 };
 pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;

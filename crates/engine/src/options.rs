@@ -193,3 +193,23 @@ pub enum PersistMode {
     /// survives a process crash, not a power cut.
     Buffer,
 }
+
+/// What opening a database does with a WAL that a crash or damage left
+/// bad. Either way a torn last record of the newest WAL, the write a crash
+/// interrupted, is dropped: it was never acknowledged as synced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum WalRecovery {
+    /// Replay up to the first bad record of any WAL (damaged, or cut or
+    /// garbled by a power cut) or the first gap in sequence numbers, and
+    /// drop everything after it, in that WAL and in later ones: the
+    /// database opens as it was at one moment before the damage. The
+    /// default, as in RocksDB. What was dropped is in
+    /// [`Stats::wal_recovery`](crate::Stats::wal_recovery).
+    #[default]
+    PointInTime,
+    /// Refuse to open, with [`Error::Corruption`](crate::Error::Corruption),
+    /// on any damage but that torn last record. After a power cut that
+    /// kept part of an unsynced write out of order, this may refuse a
+    /// database point-in-time recovery would open.
+    AbsoluteConsistency,
+}

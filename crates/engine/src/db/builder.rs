@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
-use crate::options::{CompactionStyle, Compression, FilterPolicy};
+use crate::options::{CompactionStyle, Compression, FilterPolicy, WalRecovery};
 use crate::value::IndexDef;
 
 use super::Db;
@@ -35,6 +35,7 @@ pub(crate) struct Options {
     pub l0_slowdown_runs: usize,
     pub l0_stop_runs: usize,
     pub sync_writes: bool,
+    pub wal_recovery: WalRecovery,
     pub background_threads: bool,
     /// Value indexes declared for this open.
     pub value_indexes: Vec<IndexDef>,
@@ -73,6 +74,7 @@ impl DbBuilder {
                 l0_slowdown_runs: 8,
                 l0_stop_runs: 12,
                 sync_writes: false,
+                wal_recovery: WalRecovery::default(),
                 background_threads: true,
                 value_indexes: Vec::new(),
                 value_index_order: crate::value::DEFAULT_ORDER,
@@ -153,6 +155,13 @@ impl DbBuilder {
     /// [`Db::persist`]).
     pub fn sync_writes(mut self, sync: bool) -> Self {
         self.options.sync_writes = sync;
+        self
+    }
+
+    /// What opening does with a damaged WAL (default
+    /// [`WalRecovery::PointInTime`]).
+    pub fn wal_recovery(mut self, mode: WalRecovery) -> Self {
+        self.options.wal_recovery = mode;
         self
     }
 
@@ -281,6 +290,13 @@ impl DbBuilder {
             }
             CompactionStyle::Tiered { runs_per_level } => {
                 check(runs_per_level >= 2, "runs_per_level must be at least 2")?;
+                // Level 0 is compacted once it holds this many runs; at the
+                // stop threshold writers would wait for a compaction that
+                // never starts.
+                check(
+                    runs_per_level < o.l0_stop_runs,
+                    "runs_per_level must be below the l0 stop runs",
+                )?;
             }
         }
         let policy = &o.filter_policy;

@@ -9,6 +9,7 @@ mod read;
 mod snapshot;
 mod stats;
 mod txn;
+mod wal_replay;
 mod write;
 
 use std::collections::BTreeMap;
@@ -135,6 +136,8 @@ pub(crate) struct Inner {
     pub value_leaves: Mutex<crate::value::IndexLeaves>,
     /// Transaction statistics.
     pub txn_counters: crate::txn::TxnCounters,
+    /// What point-in-time WAL recovery dropped at open, if anything.
+    pub wal_recovery: Option<String>,
     _lock: Box<dyn LockGuard>,
 }
 
@@ -368,6 +371,7 @@ impl Db {
         let version = Arc::clone(&self.inner.current().version);
         let mut stats = stats::snapshot(&self.inner.counters, &version);
         stats.indexes = self.inner.index_stats(&version);
+        stats.wal_recovery.clone_from(&self.inner.wal_recovery);
         stats
     }
 

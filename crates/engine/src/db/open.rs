@@ -11,11 +11,11 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
-use crate::batch::{WriteBatch, decode_record};
+use crate::batch::WriteBatch;
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::log::{LogKind, LogWriter, RECORD_HEADER_LEN, Tail, read_log};
+use crate::log::{LogKind, LogWriter};
 use crate::manifest::{
     FileKind, Manifest, TableMeta, VersionEdit, filenames, read_current, read_manifest,
 };
@@ -27,7 +27,7 @@ use crate::version::{LiveTable, Version};
 
 use super::builder::Options;
 use super::stats::Counters;
-use super::{Db, Inner, State, SuperVersion, Writer, background};
+use super::{Db, Inner, State, SuperVersion, Writer, background, wal_replay};
 
 /// The manifest's record of the compaction style a database was created with.
 pub(crate) fn style_tag(style: &CompactionStyle) -> u8 {
@@ -47,6 +47,8 @@ struct Recovered {
     last_seq: SeqNo,
     /// The live value indexes.
     indexes: Vec<IndexRecord>,
+    /// What point-in-time WAL recovery dropped, if anything.
+    wal_stopped: Option<String>,
 }
 
 impl Db {
@@ -91,30 +93,16 @@ impl Db {
                 ),
             ));
         }
-        for (position, &number) in wals.iter().enumerate() {
-            let path = dir.join(filenames::wal(number));
-            let contents = read_log(fs.as_ref(), &path, LogKind::Wal)?;
-            let offsets = contents.record_offsets();
-            for (record, offset) in contents.records.iter().zip(offsets) {
-                let (first_seq, ops) = decode_record(record)
-                    .map_err(|c| c.in_file(&path, offset + RECORD_HEADER_LEN as u64))?;
-                for (i, (kind, key, value)) in ops.iter().enumerate() {
-                    replayed.insert(key, first_seq + i as u64, *kind, value);
-                }
-                recovered.last_seq = recovered
-                    .last_seq
-                    .max(first_seq + ops.len() as u64 - u64::from(!ops.is_empty()));
-            }
-            if let Tail::Torn { detail } = &contents.tail {
-                // Only the newest WAL can be cut by a crash: every older one
-                // was synced before the next was started.
-                if position + 1 < wals.len() {
-                    return Err(Error::corruption(&path, contents.valid_len, detail.clone()));
-                }
-                fs.truncate(&path, contents.valid_len)
-                    .map_err(|e| Error::io(&path, e))?;
-            }
-        }
+        let replay = wal_replay::replay_wals(
+            fs.as_ref(),
+            &dir,
+            &wals,
+            recovered.last_seq,
+            options.wal_recovery,
+            &replayed,
+        )?;
+        recovered.last_seq = replay.last_seq;
+        recovered.wal_stopped = replay.stopped;
         recovered.next_file_number = recovered
             .next_file_number
             .max(wals.last().map_or(0, |n| n + 1));
@@ -160,6 +148,7 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
             log_number: 0,
             last_seq: 0,
             indexes: Vec::new(),
+            wal_stopped: None,
         });
     };
     let edits = read_manifest(fs, dir, &manifest_name)?;
@@ -235,6 +224,7 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
         log_number,
         last_seq,
         indexes,
+        wal_stopped: None,
     })
 }
 
@@ -292,6 +282,7 @@ impl Inner {
             indexes: ArcSwap::from_pointee(recovered.indexes),
             value_leaves: Mutex::new(crate::value::IndexLeaves::new(options.value_index_order)),
             txn_counters: crate::txn::TxnCounters::default(),
+            wal_recovery: recovered.wal_stopped,
             options,
             _lock: guard,
         });

@@ -96,6 +96,11 @@ pub struct Stats {
     pub levels: Vec<LevelStats>,
     /// One entry per value index, in the order they were defined.
     pub indexes: Vec<crate::value::IndexStats>,
+    /// Where [`WalRecovery::PointInTime`](crate::WalRecovery::PointInTime)
+    /// stopped replaying at open, and why, when it dropped records that
+    /// followed damage (a torn tail of the newest WAL is not reported: it
+    /// was never acknowledged as synced).
+    pub wal_recovery: Option<String>,
 }
 
 /// The tables and filters of one level.
@@ -206,5 +211,6 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
         compaction_bytes_written: load(&counters.compaction_bytes_written),
         levels,
         indexes: Vec::new(),
+        wal_recovery: None,
     }
 }

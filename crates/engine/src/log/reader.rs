@@ -1,21 +1,17 @@
 //! [`read_log`]: every complete record of a log, and how it ends.
 //!
-//! The rule that separates a torn tail (a crash cut the last, unsynced
-//! write: not an error) from damage (an error naming the offset): a bad
-//! record at offset `p` is a **torn tail** when
+//! The rule that separates a torn tail (a crash cut or garbled the last,
+//! unsynced write: not an error) from damage (an error naming the offset):
+//! the first bad record, at offset `p`, is a **torn tail** when no valid
+//! record starts anywhere after `p`. A bad record is one whose 8-byte header
+//! is cut by the end of the file, whose payload runs past it, or whose
+//! checksum fails.
 //!
-//! 1. the file ends inside its 8-byte record header, or
-//! 2. its claimed end `p + 8 + length` reaches or passes the end of the
-//!    file (the cut fell inside the record, or the record's last bytes
-//!    never reached the disk), or
-//! 3. every byte from `p` to the end of the file is zero (the file's size
-//!    was extended but its unsynced data never written).
-//!
-//! Otherwise bytes follow that the bad record cannot account for, so an
-//! earlier, acknowledged record was damaged: [`Error::Corruption`] at `p`.
-//!
-//! A damaged length field that happens to point past the end of the file
-//! is indistinguishable from a torn write and is read as one.
+//! Only the last write can be unsynced, so everything after `p` would be
+//! that one write: cut, zero-filled where its pages never reached the disk,
+//! or partly written. A valid record after `p` proves an acknowledged record
+//! came later, so the bad one was damaged: [`Error::Corruption`] at `p`.
+//! That also catches a damaged length field, whatever it points at.
 //!
 //! A file shorter than the header, or whose bytes are all zero, was never
 //! synced (a sync always follows a complete header), so it is an empty
@@ -79,6 +75,55 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes([field[0], field[1], field[2], field[3]]))
 }
 
+/// Most bytes [`valid_record_after`] checksums per byte of the tail it
+/// searches: the search is linear on real tails (a garbled length rarely
+/// fits the file), and this bound keeps a crafted file from making it
+/// quadratic. A search that runs out is read as "a record follows".
+const SEARCH_BYTES_PER_TAIL_BYTE: usize = 64;
+
+/// The payload of the record at `pos` if it is whole and valid, else why not.
+fn record_at(bytes: &[u8], pos: usize) -> Result<&[u8], String> {
+    let remaining = bytes.len() - pos;
+    let (Some(sum), Some(len)) = (u32_at(bytes, pos), u32_at(bytes, pos + 4)) else {
+        return Err(format!(
+            "the file ends inside a record header ({remaining} bytes)"
+        ));
+    };
+    let len = len as usize;
+    let Some(body) = bytes
+        .get(pos + 4..)
+        .and_then(|from| from.get(..len.checked_add(4)?))
+    else {
+        return Err(format!(
+            "a record of {len} bytes runs past the end of the file ({remaining} bytes left)"
+        ));
+    };
+    if !checksum_matches(body, sum) {
+        return Err(format!("a record of {len} bytes fails its checksum"));
+    }
+    Ok(body.get(4..).unwrap_or_default())
+}
+
+/// The offset of the first valid record starting after `bad`, if any.
+fn valid_record_after(bytes: &[u8], bad: usize) -> Option<usize> {
+    let mut budget = (bytes.len() - bad).saturating_mul(SEARCH_BYTES_PER_TAIL_BYTE);
+    for pos in bad + 1..bytes.len().saturating_sub(RECORD_HEADER_LEN - 1) {
+        let len = u32_at(bytes, pos + 4).map_or(usize::MAX, |len| len as usize);
+        if len > bytes.len() - pos - RECORD_HEADER_LEN {
+            continue;
+        }
+        match budget.checked_sub(len + 4) {
+            Some(left) => budget = left,
+            // Out of budget: say a record follows, the answer that loses nothing.
+            None => return Some(pos),
+        }
+        if record_at(bytes, pos).is_ok() {
+            return Some(pos);
+        }
+    }
+    None
+}
+
 /// Parses a whole log file held in memory.
 pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corrupt> {
     let all_zero = |from: usize| {
@@ -110,60 +155,28 @@ pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corr
     let mut records = Vec::new();
     let mut pos = HEADER_LEN;
     while pos < bytes.len() {
-        let remaining = bytes.len() - pos;
-        let torn = |detail: String| Tail::Torn { detail };
-        let (Some(sum), Some(len)) = (u32_at(bytes, pos), u32_at(bytes, pos + 4)) else {
-            let detail = format!("the file ends inside a record header ({remaining} bytes)");
-            return Ok(LogContents {
-                records,
-                valid_len: pos as u64,
-                tail: torn(detail),
-            });
-        };
-        let len = len as usize;
-        let body = bytes
-            .get(pos + 4..)
-            .and_then(|from| from.get(..len.checked_add(4)?));
-        let Some(body) = body.filter(|_| remaining - RECORD_HEADER_LEN > len) else {
-            // The record reaches the end of the file: the cut, or the
-            // missing last bytes, of the final write.
-            let tail = match body {
-                Some(body) if checksum_matches(body, sum) => {
-                    records.push(body[4..].to_vec());
-                    pos = bytes.len();
-                    Tail::Clean
+        match record_at(bytes, pos) {
+            Ok(payload) => {
+                records.push(payload.to_vec());
+                pos += RECORD_HEADER_LEN + payload.len();
+            }
+            Err(detail) => {
+                if let Some(next) = valid_record_after(bytes, pos) {
+                    return Err(Corrupt::new(
+                        pos as u64,
+                        format!(
+                            "record {}: {detail}, and a valid record follows at offset {next}",
+                            records.len()
+                        ),
+                    ));
                 }
-                Some(_) => torn(format!("the last record ({len} bytes) fails its checksum")),
-                None => torn(format!(
-                    "a record of {len} bytes runs past the end of the file ({remaining} bytes left)"
-                )),
-            };
-            return Ok(LogContents {
-                records,
-                valid_len: pos as u64,
-                tail,
-            });
-        };
-        if !checksum_matches(body, sum) {
-            if all_zero(pos) {
-                let detail = format!("{remaining} zero bytes follow the last record");
                 return Ok(LogContents {
                     records,
                     valid_len: pos as u64,
-                    tail: torn(detail),
+                    tail: Tail::Torn { detail },
                 });
             }
-            let after = remaining - RECORD_HEADER_LEN - len;
-            return Err(Corrupt::new(
-                pos as u64,
-                format!(
-                    "record {} ({len} bytes) fails its checksum and {after} more bytes follow it",
-                    records.len()
-                ),
-            ));
         }
-        records.push(body[4..].to_vec());
-        pos += RECORD_HEADER_LEN + len;
     }
     Ok(LogContents {
         records,
@@ -311,6 +324,56 @@ mod tests {
                     other => panic!("flip at {at}: {other:?}"),
                 }
             }
+        }
+    }
+
+    /// A damaged length field is corruption wherever it points: past the
+    /// end of the file (once read as a cut final record, silently dropping
+    /// every later one) or inside it.
+    #[test]
+    fn a_flipped_length_byte_in_a_middle_record_is_corruption() {
+        let (fs, path, offsets) = written(&records());
+        let full = fs.contents(&path).unwrap();
+        for record in 0..records().len() - 1 {
+            let start = offsets[record] as usize;
+            for at in start + 4..start + 8 {
+                for flip in [0x01, 0x5a, 0xff] {
+                    let mut bytes = full.clone();
+                    bytes[at] ^= flip;
+                    fs.set_contents(&path, bytes).unwrap();
+                    match read_log(&fs, &path, LogKind::Wal) {
+                        Err(Error::Corruption { offset, .. }) => {
+                            assert_eq!(offset, start as u64, "flip {flip:#x} at {at}");
+                        }
+                        other => panic!("flip {flip:#x} at {at}: {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A power cut that kept some pages of the last, unsynced write and not
+    /// others: zeros where pages are missing, then more of the record.
+    #[test]
+    fn a_last_record_with_zeroed_holes_is_a_torn_tail() {
+        let mut all = records();
+        all.push(vec![0x33; 2000]);
+        let (fs, path, offsets) = written(&all);
+        let full = fs.contents(&path).unwrap();
+        let last_start = offsets[offsets.len() - 2] as usize;
+        for (hole_start, hole_len) in [(0, 8), (0, 512), (4, 4), (100, 700), (1500, 400)] {
+            let mut bytes = full.clone();
+            let from = last_start + hole_start;
+            bytes[from..from + hole_len].fill(0);
+            fs.set_contents(&path, bytes).unwrap();
+            let contents = read_log(&fs, &path, LogKind::Wal).unwrap();
+            assert_eq!(
+                contents.records,
+                records(),
+                "hole at {hole_start}+{hole_len}"
+            );
+            assert_eq!(contents.valid_len, last_start as u64);
+            assert!(matches!(contents.tail, Tail::Torn { .. }));
         }
     }
 
