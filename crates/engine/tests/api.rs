@@ -78,6 +78,14 @@ fn options_out_of_range_are_refused() {
             .compaction_style(CompactionStyle::Tiered { runs_per_level: 1 })
             .open()
     ));
+    // Level 0 would fill to the stop threshold before its compaction is
+    // due: writers would wait forever (or spin without background threads).
+    assert!(is_invalid(
+        in_memory(&fs)
+            .l0_stall_runs(4, 6)
+            .compaction_style(CompactionStyle::Tiered { runs_per_level: 6 })
+            .open()
+    ));
     // Nothing was created by the refused opens.
     assert!(fs.contents(std::path::Path::new("/db/CURRENT")).is_none());
 }
