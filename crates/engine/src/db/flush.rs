@@ -9,13 +9,13 @@ use sift_filter::KeyHash;
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::Entry;
-use crate::manifest::{Manifest, TableMeta, VersionEdit, filenames};
+use crate::manifest::{TableMeta, VersionEdit, filenames};
 use crate::options::BitsPerKey;
 use crate::sstable::{FilterChoice, FilterKindChoice, Table, TableBuilder, TableOptions};
 use crate::version::{LiveTable, Version};
 
 use super::stats::bump;
-use super::{Inner, State, SuperVersion, lock};
+use super::{Inner, SuperVersion, lock};
 
 /// Monkey gives a small level many bits per key; past this the FPR
 /// (about 1e-7 for Bloom) saves nothing measurable and only costs memory.
@@ -40,10 +40,6 @@ pub(crate) fn projected_entries(
     entries[level] += incoming;
     entries
 }
-
-/// A manifest that grows past this is rewritten as one snapshot edit, so
-/// reopening never replays an unbounded history.
-const MANIFEST_ROLL_BYTES: u64 = 4 << 20;
 
 /// Tables written by one flush or compaction, not yet in any version.
 pub(crate) struct Outputs {
@@ -88,14 +84,13 @@ impl Inner {
             added: outputs.metas,
             ..VersionEdit::default()
         };
+        let obsolete_wals = state.versions.log_number()..log_number;
         let version = self.log_and_apply(&mut state, edit, &outputs.opened)?;
         self.install(SuperVersion {
             active: Arc::clone(&now.active),
             immutables: remaining,
             version,
         });
-        let obsolete_wals = state.log_number..log_number;
-        state.log_number = log_number;
         drop(state);
         for number in obsolete_wals {
             // WAL numbers share the file-number space with tables: most of
@@ -126,10 +121,7 @@ impl Inner {
 
     /// A fresh file number.
     pub(crate) fn new_file_number(&self) -> u64 {
-        let mut state = lock(&self.state);
-        let number = state.next_file_number;
-        state.next_file_number += 1;
-        number
+        lock(&self.state).versions.new_file_number()
     }
 
     /// Writes `entries` (sorted, already filtered) as tables of `level`,
@@ -295,48 +287,5 @@ impl Inner {
             FilterKindChoice::BlockedBloom
         };
         FilterChoice { kind, bits_per_key }
-    }
-
-    /// Appends `edit` to the manifest (rolling it over when large) and
-    /// returns the version it produces. The caller installs it.
-    pub(crate) fn log_and_apply(
-        &self,
-        state: &mut State,
-        mut edit: VersionEdit,
-        opened: &BTreeMap<u64, Arc<LiveTable>>,
-    ) -> Result<Arc<Version>> {
-        let current = self.current();
-        let version = current.version.apply(&edit, opened).map_err(|mismatch| {
-            Error::Background(format!(
-                "internal error: version edit does not apply: {}",
-                mismatch.0
-            ))
-        })?;
-        edit.next_file_number = Some(state.next_file_number);
-        if state.manifest.size() > MANIFEST_ROLL_BYTES {
-            let number = state.next_file_number;
-            state.next_file_number += 1;
-            let mut snapshot = version.snapshot_edit();
-            snapshot.next_file_number = Some(state.next_file_number);
-            snapshot.log_number = Some(edit.log_number.unwrap_or(state.log_number));
-            snapshot.last_seq = Some(edit.last_seq.unwrap_or(0).max(self.visible_seq()));
-            snapshot.compaction_style = Some(super::open::style_tag(&self.options.compaction));
-            let mut indexes = self.indexes.load().as_ref().clone();
-            edit.apply_indexes(&mut indexes);
-            snapshot.added_indexes = indexes;
-            let old = std::mem::replace(
-                &mut state.manifest,
-                Manifest::create(
-                    self.options.fs.as_ref(),
-                    &self.options.path,
-                    number,
-                    &snapshot,
-                )?,
-            );
-            let _ = self.options.fs.remove(&self.file(&old.file_name()));
-        } else {
-            state.manifest.append(&edit)?;
-        }
-        Ok(Arc::new(version))
     }
 }

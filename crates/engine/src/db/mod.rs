@@ -32,12 +32,12 @@ use crate::error::{Error, Result};
 use crate::fs::LockGuard;
 use crate::key::SeqNo;
 use crate::log::LogWriter;
-use crate::manifest::Manifest;
+use crate::manifest::VersionEdit;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 use crate::sstable::BlockCache;
 use crate::value::{Find, FindKeys, IndexRecord};
-use crate::version::Version;
+use crate::version::{LiveTable, Version, VersionSet};
 pub(crate) use builder::Options;
 pub(crate) use flush::projected_entries;
 use sift_value_index::Method;
@@ -94,10 +94,8 @@ pub(crate) struct Writer {
 /// this lock; `Inner::current` is replaced only while holding it.
 #[derive(Debug)]
 pub(crate) struct State {
-    pub manifest: Manifest,
-    pub next_file_number: u64,
-    /// Oldest WAL still needed by recovery.
-    pub log_number: u64,
+    /// The manifest, file numbers and the log number.
+    pub versions: VersionSet,
     /// Set when a background flush or compaction fails.
     pub background_error: Option<String>,
     pub shutting_down: bool,
@@ -183,6 +181,34 @@ impl Inner {
     /// Path of a file of this database.
     pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.options.path.join(name)
+    }
+
+    /// Logs `edit` through the version set and returns the version it
+    /// produces; the caller installs it. Every version change goes through
+    /// here: nothing is logged after a failure, and a failed manifest write
+    /// fails the database.
+    pub(crate) fn log_and_apply(
+        &self,
+        state: &mut State,
+        edit: VersionEdit,
+        opened: &BTreeMap<u64, Arc<LiveTable>>,
+    ) -> Result<Arc<Version>> {
+        Self::check_background_error(state)?;
+        let base = Arc::clone(&self.current().version);
+        let indexes = self.indexes.load();
+        let logged =
+            state
+                .versions
+                .log_and_apply(&base, edit, opened, &indexes, self.visible_seq());
+        match logged {
+            Ok(version) => Ok(Arc::new(version)),
+            Err(err) => {
+                if state.versions.poisoned().is_some() {
+                    self.fail_locked(state, &err);
+                }
+                Err(err)
+            }
+        }
     }
 
     /// Fails if background work has failed (writes are refused after that).

@@ -16,14 +16,12 @@ use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter};
-use crate::manifest::{
-    FileKind, Manifest, TableMeta, VersionEdit, filenames, read_current, read_manifest,
-};
+use crate::manifest::{FileKind, VersionEdit, filenames, read_current, read_manifest, replay};
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
 use crate::sstable::{BlockCache, Table};
 use crate::value::IndexRecord;
-use crate::version::{LiveTable, Version};
+use crate::version::{LiveTable, Start, Version, VersionSet};
 
 use super::builder::Options;
 use super::stats::Counters;
@@ -153,77 +151,48 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
     };
     let edits = read_manifest(fs, dir, &manifest_name)?;
     let manifest_path = dir.join(&manifest_name);
-    let mut live: BTreeSet<u64> = BTreeSet::new();
-    let (mut next_file_number, mut log_number, mut last_seq) = (1, 0, 0);
-    let mut indexes = Vec::new();
-    for edit in &edits {
-        edit.apply_indexes(&mut indexes);
-        for (_, id) in &edit.removed {
-            live.remove(id);
-        }
-        live.extend(edit.added.iter().map(|m| m.id));
-        next_file_number = edit
-            .next_file_number
-            .unwrap_or(next_file_number)
-            .max(next_file_number);
-        log_number = edit.log_number.unwrap_or(log_number).max(log_number);
-        last_seq = edit.last_seq.unwrap_or(last_seq).max(last_seq);
-        if let Some(tag) = edit.compaction_style
-            && tag != style_tag(&options.compaction)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "the database was created with {} compaction; open it with the same style",
-                if tag == 0 { "leveled" } else { "tiered" }
-            )));
-        }
+    let state = replay(&edits);
+    if let Some(tag) = state.compaction_style
+        && tag != style_tag(&options.compaction)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "the database was created with {} compaction; open it with the same style",
+            if tag == 0 { "leveled" } else { "tiered" }
+        )));
+    }
+    if let Some(overlap) = state.overlapping_runs().into_iter().next() {
+        return Err(Error::corruption(&manifest_path, 0, overlap));
     }
     let mut opened = BTreeMap::new();
-    let mut version = Version::default();
-    for edit in &edits {
-        let added: Vec<TableMeta> = edit
-            .added
-            .iter()
-            .filter(|m| live.contains(&m.id))
-            .cloned()
-            .collect();
-        for meta in &added {
-            let path = dir.join(filenames::table(meta.id));
-            let table = match Table::open(fs, path.clone(), meta.id, Arc::clone(cache)) {
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(Error::corruption(
-                        &manifest_path,
-                        0,
-                        format!("names table {} which is missing", path.display()),
-                    ));
-                }
-                other => other?,
-            };
-            opened.insert(
-                meta.id,
-                Arc::new(LiveTable::new(
-                    meta.clone(),
-                    Arc::new(table),
-                    Arc::clone(&options.fs),
-                )),
-            );
-            last_seq = last_seq.max(meta.max_seq);
-            next_file_number = next_file_number.max(meta.id + 1);
-        }
-        let replay = VersionEdit {
-            added,
-            ..VersionEdit::default()
+    for meta in state.tables.values() {
+        let path = dir.join(filenames::table(meta.id));
+        let table = match Table::open(fs, path.clone(), meta.id, Arc::clone(cache)) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corruption(
+                    &manifest_path,
+                    0,
+                    format!("names table {} which is missing", path.display()),
+                ));
+            }
+            other => other?,
         };
-        version = version
-            .apply(&replay, &opened)
-            .map_err(|mismatch| Error::corruption(&manifest_path, 0, mismatch.0))?;
+        let live = LiveTable::new(meta.clone(), Arc::new(table), Arc::clone(&options.fs));
+        opened.insert(meta.id, Arc::new(live));
     }
+    let all = VersionEdit {
+        added: state.tables.values().cloned().collect(),
+        ..VersionEdit::default()
+    };
+    let version = Version::default()
+        .apply(&all, &opened)
+        .map_err(|mismatch| Error::corruption(&manifest_path, 0, mismatch.0))?;
     Ok(Recovered {
         version,
         manifest_name,
-        next_file_number,
-        log_number,
-        last_seq,
-        indexes,
+        next_file_number: state.next_file_number,
+        log_number: state.log_number,
+        last_seq: state.last_seq,
+        indexes: state.indexes,
         wal_stopped: None,
     })
 }
@@ -239,16 +208,21 @@ impl Inner {
         let wal_number = recovered.next_file_number;
         let wal_path = options.path.join(filenames::wal(wal_number));
         let wal = LogWriter::create(fs.as_ref(), &wal_path, LogKind::Wal)?;
-        // Until `start_fresh_manifest` installs a new one, the old manifest
-        // (or, for a new database, a first one) receives edits.
-        let manifest_number = wal_number + 1;
-        let mut snapshot = recovered.version.snapshot_edit();
-        snapshot.next_file_number = Some(manifest_number + 1);
-        snapshot.log_number = Some(recovered.log_number);
-        snapshot.last_seq = Some(recovered.last_seq);
-        snapshot.compaction_style = Some(style_tag(&options.compaction));
-        snapshot.added_indexes.clone_from(&recovered.indexes);
-        let manifest = Manifest::create(fs.as_ref(), &options.path, manifest_number, &snapshot)?;
+        // A new manifest records the recovered state (its CURRENT update
+        // also makes the new WAL's name durable); `start_fresh_manifest`
+        // then retires the replayed WALs.
+        let versions = VersionSet::create(
+            Arc::clone(&fs),
+            options.path.clone(),
+            &Start {
+                version: &recovered.version,
+                indexes: &recovered.indexes,
+                next_file_number: wal_number + 1,
+                log_number: recovered.log_number,
+                last_seq: recovered.last_seq,
+                compaction_style: style_tag(&options.compaction),
+            },
+        )?;
         let inner = Arc::new(Self {
             cache,
             counters: Counters::default(),
@@ -266,9 +240,7 @@ impl Inner {
                 txns: crate::txn::CommitLog::new(options.txn_history_bytes, options.txn_precheck),
             }),
             state: Mutex::new(State {
-                manifest,
-                next_file_number: manifest_number + 1,
-                log_number: recovered.log_number,
+                versions,
                 background_error: None,
                 shutting_down: false,
                 compacting: false,
@@ -329,7 +301,6 @@ impl Inner {
             ..VersionEdit::default()
         };
         let version = self.log_and_apply(&mut state, edit, &BTreeMap::new())?;
-        state.log_number = log_number;
         let current = self.current();
         self.install(SuperVersion {
             active: Arc::clone(&current.active),
@@ -346,8 +317,8 @@ impl Inner {
         let fs = self.options.fs.as_ref();
         let live: BTreeSet<u64> = self.current().version.tables().map(|t| t.meta.id).collect();
         let state = super::lock(&self.state);
-        let manifest = state.manifest.file_name();
-        let log_number = state.log_number;
+        let manifest = state.versions.manifest_name();
+        let log_number = state.versions.log_number();
         drop(state);
         for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
             let obsolete = match filenames::parse(&name) {

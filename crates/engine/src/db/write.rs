@@ -13,7 +13,7 @@ use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 
 use super::stats::{add, bump};
-use super::{Inner, SuperVersion, Writer, lock};
+use super::{Inner, State, SuperVersion, Writer, lock};
 
 /// While level 0 is over its slowdown threshold, writers sleep 1 ms per
 /// this many bytes written: about 16 MiB/s, RocksDB's default
@@ -107,19 +107,29 @@ impl Inner {
         Ok(())
     }
 
-    /// Makes the WAL durable as `mode` asks.
+    /// Makes the WAL durable as `mode` asks. A failure fails the
+    /// database: after a failed `fsync` the kernel may have dropped the
+    /// dirty pages, and a later `fsync` could report success for them.
     pub(crate) fn persist(&self, mode: PersistMode) -> Result<()> {
         let mut writer = lock(&self.writer);
-        match mode {
+        let persisted = match mode {
             PersistMode::SyncAll => writer.wal.sync(),
             PersistMode::Buffer => writer.wal.flush(),
+        };
+        if let Err(err) = &persisted {
+            self.fail(err);
         }
+        persisted
     }
 
-    /// Records a failure of background work or of the WAL: from now on
-    /// writes are refused.
+    /// Records a failure of background work, of the WAL or of the
+    /// manifest: from now on writes and version changes are refused.
     pub(crate) fn fail(&self, err: &Error) {
-        let mut state = lock(&self.state);
+        self.fail_locked(&mut lock(&self.state), err);
+    }
+
+    /// [`Inner::fail`] for a caller holding `state`.
+    pub(crate) fn fail_locked(&self, state: &mut State, err: &Error) {
         if state.background_error.is_none() {
             state.background_error = Some(err.to_string());
         }
@@ -177,18 +187,28 @@ impl Inner {
     /// Freezes the active memtable and starts a new one with a new WAL.
     pub(crate) fn rotate(&self, writer: &mut Writer) -> Result<()> {
         let mut state = lock(&self.state);
-        let number = state.next_file_number;
-        state.next_file_number += 1;
+        // The old WAL is synced before the new one exists: recovery takes
+        // a bad record in any WAL but the newest for damage, and a power
+        // cut must not leave unsynced writes there with later ones behind
+        // them. Then the new WAL's name is made durable before a synced
+        // write relies on it. A failed sync fails the database (see
+        // `persist`).
+        let number = state.versions.new_file_number();
         let path = self.file(&filenames::wal(number));
-        let wal = LogWriter::create(self.options.fs.as_ref(), &path, LogKind::Wal)?;
-        // The new WAL's name must survive a power cut before a synced write
-        // relies on it; the old WAL is synced so a power cut cannot leave a
-        // gap before writes that later land in the new one.
-        self.options
-            .fs
-            .sync_dir(&self.options.path)
-            .map_err(|e| Error::io(&self.options.path, e))?;
-        writer.wal.sync()?;
+        let fs = self.options.fs.as_ref();
+        let started = writer.wal.sync().and_then(|()| {
+            let wal = LogWriter::create(fs, &path, LogKind::Wal)?;
+            fs.sync_dir(&self.options.path)
+                .map_err(|e| Error::io(&self.options.path, e))?;
+            Ok(wal)
+        });
+        let wal = match started {
+            Ok(wal) => wal,
+            Err(err) => {
+                self.fail_locked(&mut state, &err);
+                return Err(err);
+            }
+        };
         writer.wal = wal;
         let current = self.current();
         let mut immutables = Vec::with_capacity(current.immutables.len() + 1);

@@ -10,11 +10,13 @@
 mod current;
 mod edit;
 pub(crate) mod filenames;
+mod replay;
 
 use std::io;
 use std::path::Path;
 
 pub(crate) use current::read_current;
+pub(crate) use replay::replay;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;

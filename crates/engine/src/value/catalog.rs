@@ -111,8 +111,7 @@ impl Inner {
                 def.name()
             )));
         }
-        let id = state.next_file_number;
-        state.next_file_number += 1;
+        let id = state.versions.new_file_number();
         let record = IndexRecord {
             id,
             name: def.name().to_owned(),

@@ -1,13 +1,12 @@
 //! What the manifest says: CURRENT and the manifest it names, replayed
-//! into the live tables, value indexes and oldest needed WAL, as recovery
-//! replays them (`db/open.rs`).
+//! into the live tables, value indexes and oldest needed WAL by the same
+//! [`replay`] recovery uses (`db/open.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::Findings;
-use crate::key::user_key_of;
-use crate::manifest::{FileKind, TableMeta, filenames, read_current, read_manifest};
+use crate::manifest::{FileKind, TableMeta, filenames, read_current, read_manifest, replay};
 use crate::value::IndexRecord;
 
 /// The live state the manifest records.
@@ -69,48 +68,15 @@ pub(super) fn read(
             return (Some(path), None);
         }
     };
-    let mut catalog = Catalog {
+    let state = replay(&edits);
+    for overlap in state.overlapping_runs() {
+        out.problem(&path, None, overlap);
+    }
+    let catalog = Catalog {
         manifest: path.clone(),
-        tables: BTreeMap::new(),
-        indexes: Vec::new(),
-        log_number: 0,
+        tables: state.tables,
+        indexes: state.indexes,
+        log_number: state.log_number,
     };
-    for edit in &edits {
-        edit.apply_indexes(&mut catalog.indexes);
-        for (_, id) in &edit.removed {
-            catalog.tables.remove(id);
-        }
-        for meta in &edit.added {
-            catalog.tables.insert(meta.id, meta.clone());
-        }
-        catalog.log_number = edit.log_number.unwrap_or(0).max(catalog.log_number);
-    }
-    check_runs(&catalog, out);
     (Some(path), Some(catalog))
-}
-
-/// Reports tables of one sorted run whose key ranges overlap: a read looks
-/// for a key in one table of each run, so the other's copy would be lost.
-fn check_runs(catalog: &Catalog, out: &mut Findings) {
-    let mut runs: BTreeMap<(u32, u64), Vec<&TableMeta>> = BTreeMap::new();
-    for meta in catalog.tables.values() {
-        runs.entry((meta.level, meta.run)).or_default().push(meta);
-    }
-    for ((level, run), mut tables) in runs {
-        tables.sort_by(|a, b| user_key_of(&a.smallest).cmp(user_key_of(&b.smallest)));
-        for pair in tables.windows(2) {
-            let [a, b] = pair else { continue };
-            if user_key_of(&a.largest) >= user_key_of(&b.smallest) {
-                out.problem(
-                    &catalog.manifest,
-                    None,
-                    format!(
-                        "tables {} and {} of level {level}, run {run} overlap in key range",
-                        filenames::table(a.id),
-                        filenames::table(b.id)
-                    ),
-                );
-            }
-        }
-    }
 }

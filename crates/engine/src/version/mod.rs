@@ -6,6 +6,8 @@
 //! long as they read, so the tables they see stay open even when a
 //! compaction replaces them.
 
+mod set;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -16,6 +18,8 @@ use crate::fs::FileSystem;
 use crate::key::user_key_of;
 use crate::manifest::{TableMeta, VersionEdit};
 use crate::sstable::Table;
+
+pub(crate) use set::{Start, VersionSet};
 
 /// An open table as a version knows it. When the last version holding it
 /// is dropped after a compaction replaced it, its file is deleted.
