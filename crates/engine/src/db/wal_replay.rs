@@ -13,7 +13,7 @@ use crate::batch::decode_record;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
-use crate::log::{LogKind, RECORD_HEADER_LEN, Tail, read_log};
+use crate::log::{LogKind, RECORD_HEADER_LEN, Tail, read_log_to_damage};
 use crate::manifest::filenames;
 use crate::memtable::Memtable;
 use crate::options::WalRecovery;
@@ -107,7 +107,7 @@ fn replay_one(
     last_seq: &mut SeqNo,
     memtable: &Memtable,
 ) -> Result<Option<Stop>> {
-    let contents = read_log(fs, path, LogKind::Wal)?;
+    let contents = read_log_to_damage(fs, path, LogKind::Wal)?;
     let offsets = contents.record_offsets();
     for (record, offset) in contents.records.iter().zip(offsets) {
         let stop = |detail: String| {
@@ -145,6 +145,12 @@ fn replay_one(
             offset: contents.valid_len,
             detail: format!("torn tail: {detail}"),
             torn: true,
+        }),
+        Tail::Damaged { detail } => Some(Stop {
+            path: path.to_path_buf(),
+            offset: contents.valid_len,
+            detail,
+            torn: false,
         }),
     })
 }

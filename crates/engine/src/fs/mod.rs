@@ -14,7 +14,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use fault::FaultInjectionFs;
+pub use fault::{FaultInjectionFs, FaultOp, SyncHook, SyncPoint};
 pub use std_fs::StdFs;
 
 /// A directory tree the database lives in.

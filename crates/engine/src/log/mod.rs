@@ -14,7 +14,7 @@
 mod reader;
 mod writer;
 
-pub(crate) use reader::{Tail, read_log};
+pub(crate) use reader::{Tail, read_log, read_log_to_damage};
 pub(crate) use writer::LogWriter;
 
 use crate::encoding::{Decoder, checksum, checksum_matches};

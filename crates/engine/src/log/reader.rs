@@ -29,8 +29,15 @@ use crate::fs::{FileSystem, read_all};
 pub(crate) enum Tail {
     /// Every byte belongs to a whole, valid record.
     Clean,
-    /// From `valid_len` on, the bytes are an incomplete or damaged record.
+    /// From `valid_len` on, the bytes are an incomplete or garbled last
+    /// write: what a crash leaves.
     Torn {
+        /// What was wrong.
+        detail: String,
+    },
+    /// The record at `valid_len` is damaged and a valid record follows it
+    /// (only from [`read_log_to_damage`]; [`read_log`] makes it an error).
+    Damaged {
         /// What was wrong.
         detail: String,
     },
@@ -65,6 +72,21 @@ impl LogContents {
 /// failed read is [`Error::Io`]; damage before the tail is
 /// [`Error::Corruption`] naming `path` and the offset.
 pub(crate) fn read_log(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<LogContents> {
+    let contents = read_log_to_damage(fs, path, kind)?;
+    if let Tail::Damaged { detail } = contents.tail {
+        return Err(Error::corruption(path, contents.valid_len, detail));
+    }
+    Ok(contents)
+}
+
+/// [`read_log`], except that damage before the tail ends the records
+/// with [`Tail::Damaged`] instead of an error: the records before it, for
+/// a point-in-time recovery. A damaged header is still an error.
+pub(crate) fn read_log_to_damage(
+    fs: &dyn FileSystem,
+    path: &Path,
+    kind: LogKind,
+) -> Result<LogContents> {
     let bytes = read_all(fs, path).map_err(|e| Error::io(path, e))?;
     parse_log(&bytes, kind).map_err(|c| c.in_file(path, 0))
 }
@@ -124,7 +146,7 @@ fn valid_record_after(bytes: &[u8], bad: usize) -> Option<usize> {
     None
 }
 
-/// Parses a whole log file held in memory.
+/// Parses a whole log file held in memory. Only a bad header is an error.
 pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corrupt> {
     let all_zero = |from: usize| {
         bytes
@@ -161,19 +183,19 @@ pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corr
                 pos += RECORD_HEADER_LEN + payload.len();
             }
             Err(detail) => {
-                if let Some(next) = valid_record_after(bytes, pos) {
-                    return Err(Corrupt::new(
-                        pos as u64,
-                        format!(
+                let tail = match valid_record_after(bytes, pos) {
+                    Some(next) => Tail::Damaged {
+                        detail: format!(
                             "record {}: {detail}, and a valid record follows at offset {next}",
                             records.len()
                         ),
-                    ));
-                }
+                    },
+                    None => Tail::Torn { detail },
+                };
                 return Ok(LogContents {
                     records,
                     valid_len: pos as u64,
-                    tail: Tail::Torn { detail },
+                    tail,
                 });
             }
         }

@@ -1,15 +1,28 @@
-//! A [`FileSystem`] in memory that can lose power.
+//! A [`FileSystem`] in memory that can lose power, and lie.
 //!
 //! It keeps two views of every file and directory: what a process sees now,
-//! and what a disk would hold after a power cut (data up to the last
-//! `sync`, names as of the last `sync_dir`). [`FaultInjectionFs::crash`]
-//! returns a new file system holding only the second view. This is the
-//! model of LevelDB's fault-injection test: unsynced data is dropped.
+//! and what a disk is sure to hold after a power cut (data up to the last
+//! `sync`, names as of the last `sync_dir`), with the directory operations
+//! made since. [`FaultInjectionFs::crash`] returns a new file system holding
+//! only the sure view: LevelDB's fault-injection model. A real disk may keep
+//! more, and [`FaultInjectionFs::crash_image`] draws one such state: each
+//! file keeps its synced bytes plus a prefix, or a subset of the pages, of
+//! what was written after, and each unsynced directory operation happens or
+//! not (`crash.rs`). [`FaultInjectionFs::on_sync`] calls a test at every
+//! sync, where it can draw crash states (ALICE's exploration at every
+//! persistence point), and [`FaultInjectionFs::inject`] makes chosen
+//! operations fail (`inject.rs`).
+
+mod crash;
+mod inject;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+pub use inject::FaultOp;
 
 use super::{FileSystem, LockGuard, ReadableFile, WritableFile};
 
@@ -23,22 +36,69 @@ struct Inode {
 
 type InodeRef = Arc<Mutex<Inode>>;
 
+/// A change to a directory's names not yet made durable by `sync_dir`.
+#[derive(Debug, Clone)]
+enum DirOp {
+    /// `path` now names `inode` (a creation).
+    Link(PathBuf, InodeRef),
+    /// `path` is gone.
+    Unlink(PathBuf),
+    /// `from` moved to `to`, atomically.
+    Rename(PathBuf, PathBuf, InodeRef),
+}
+
+impl DirOp {
+    /// The directory the operation changes.
+    fn dir(&self) -> Option<&Path> {
+        match self {
+            Self::Link(path, _) | Self::Unlink(path) | Self::Rename(_, path, _) => path.parent(),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// Names a process sees now.
     names: BTreeMap<PathBuf, InodeRef>,
-    /// Names a disk would hold after a power cut.
+    /// Names a disk is sure to hold after a power cut.
     durable_names: BTreeMap<PathBuf, InodeRef>,
+    /// Directory operations since the last `sync_dir` of their directory,
+    /// oldest first: each may or may not reach the disk.
+    pending: Vec<DirOp>,
     dirs: BTreeSet<PathBuf>,
     locks: BTreeSet<PathBuf>,
+    faults: inject::Faults,
 }
+
+/// What a sync hook is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPoint<'a> {
+    /// A file's data is about to be made durable.
+    File(&'a Path),
+    /// A directory's names are about to be made durable.
+    Dir(&'a Path),
+}
+
+/// A function called at every sync point (see [`FaultInjectionFs::on_sync`]).
+pub type SyncHook = Arc<dyn Fn(&FaultInjectionFs, SyncPoint<'_>) + Send + Sync>;
 
 /// An in-memory file system that forgets unsynced writes on [`crash`].
 ///
 /// [`crash`]: FaultInjectionFs::crash
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct FaultInjectionFs {
     state: Arc<Mutex<State>>,
+    hook: Arc<Mutex<Option<SyncHook>>>,
+}
+
+impl fmt::Debug for FaultInjectionFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = lock(&self.state);
+        f.debug_struct("FaultInjectionFs")
+            .field("files", &state.names.len())
+            .field("pending_dir_ops", &state.pending.len())
+            .finish_non_exhaustive()
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,14 +139,36 @@ impl FaultInjectionFs {
                 (path.clone(), Arc::new(Mutex::new(Inode { data, synced })))
             })
             .collect();
+        Self::from_names(names, state.dirs.clone())
+    }
+
+    /// A file system holding `names`, all durable.
+    fn from_names(names: BTreeMap<PathBuf, InodeRef>, dirs: BTreeSet<PathBuf>) -> Self {
         let after = State {
             durable_names: names.clone(),
             names,
-            dirs: state.dirs.clone(),
-            locks: BTreeSet::new(),
+            dirs,
+            ..State::default()
         };
         Self {
             state: Arc::new(Mutex::new(after)),
+            hook: Arc::default(),
+        }
+    }
+
+    /// Calls `hook` at the start of every file `sync` and `sync_dir`, on
+    /// the syncing thread, before the sync takes effect: a power cut there
+    /// loses what the sync was about to make durable. The hook may read
+    /// this file system (draw [`crash_image`](Self::crash_image)s) but not
+    /// sync through it.
+    pub fn on_sync(&self, hook: SyncHook) {
+        *lock(&self.hook) = Some(hook);
+    }
+
+    fn sync_point(&self, point: SyncPoint<'_>) {
+        let hook = lock(&self.hook).clone();
+        if let Some(hook) = hook {
+            hook(self, point);
         }
     }
 
@@ -108,6 +190,14 @@ impl FaultInjectionFs {
         Ok(())
     }
 
+    fn file(&self, inode: InodeRef, path: &Path) -> FaultFile {
+        FaultFile {
+            inode,
+            fs: self.clone(),
+            path: path.to_path_buf(),
+        }
+    }
+
     fn inode(&self, path: &Path) -> io::Result<InodeRef> {
         lock(&self.state)
             .names
@@ -117,12 +207,19 @@ impl FaultInjectionFs {
     }
 }
 
+/// An open file: its inode, and the file system and name it was opened
+/// by (for sync hooks and injected faults).
 #[derive(Debug)]
-struct FaultFile(InodeRef);
+struct FaultFile {
+    inode: InodeRef,
+    fs: FaultInjectionFs,
+    path: PathBuf,
+}
 
 impl WritableFile for FaultFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        lock(&self.0).data.extend_from_slice(data);
+        self.fs.check(FaultOp::Append, &self.path)?;
+        lock(&self.inode).data.extend_from_slice(data);
         Ok(())
     }
 
@@ -131,7 +228,9 @@ impl WritableFile for FaultFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        let mut inode = lock(&self.0);
+        self.fs.sync_point(SyncPoint::File(&self.path));
+        self.fs.check(FaultOp::Sync, &self.path)?;
+        let mut inode = lock(&self.inode);
         inode.synced = inode.data.len();
         Ok(())
     }
@@ -139,7 +238,8 @@ impl WritableFile for FaultFile {
 
 impl ReadableFile for FaultFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let inode = lock(&self.0);
+        self.fs.check(FaultOp::Read, &self.path)?;
+        let inode = lock(&self.inode);
         let start = usize::try_from(offset).map_err(io::Error::other)?;
         let source = start
             .checked_add(buf.len())
@@ -155,7 +255,7 @@ impl ReadableFile for FaultFile {
     }
 
     fn size(&self) -> io::Result<u64> {
-        Ok(lock(&self.0).data.len() as u64)
+        Ok(lock(&self.inode).data.len() as u64)
     }
 }
 
@@ -183,6 +283,7 @@ impl FileSystem for FaultInjectionFs {
     }
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.check(FaultOp::Create, path)?;
         let mut state = lock(&self.state);
         let parent = path.parent().unwrap_or(Path::new(""));
         if !state.dirs.contains(parent) {
@@ -190,26 +291,34 @@ impl FileSystem for FaultInjectionFs {
         }
         let inode = InodeRef::default();
         state.names.insert(path.to_path_buf(), Arc::clone(&inode));
-        Ok(Box::new(FaultFile(inode)))
+        state
+            .pending
+            .push(DirOp::Link(path.to_path_buf(), Arc::clone(&inode)));
+        Ok(Box::new(self.file(inode, path)))
     }
 
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
-        Ok(Arc::new(FaultFile(self.inode(path)?)))
+        self.check(FaultOp::Open, path)?;
+        Ok(Arc::new(self.file(self.inode(path)?, path)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.check(FaultOp::Rename, to)?;
         let mut state = lock(&self.state);
         let inode = state.names.remove(from).ok_or_else(|| not_found(from))?;
-        state.names.insert(to.to_path_buf(), inode);
+        state.names.insert(to.to_path_buf(), Arc::clone(&inode));
+        state
+            .pending
+            .push(DirOp::Rename(from.to_path_buf(), to.to_path_buf(), inode));
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        lock(&self.state)
-            .names
-            .remove(path)
-            .map(drop)
-            .ok_or_else(|| not_found(path))
+        self.check(FaultOp::Remove, path)?;
+        let mut state = lock(&self.state);
+        state.names.remove(path).ok_or_else(|| not_found(path))?;
+        state.pending.push(DirOp::Unlink(path.to_path_buf()));
+        Ok(())
     }
 
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
@@ -240,7 +349,10 @@ impl FileSystem for FaultInjectionFs {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.sync_point(SyncPoint::Dir(dir));
+        self.check(FaultOp::SyncDir, dir)?;
         let mut state = lock(&self.state);
+        state.pending.retain(|op| op.dir() != Some(dir));
         let in_dir = |path: &PathBuf| path.parent() == Some(dir);
         state.durable_names.retain(|path, _| !in_dir(path));
         let current: Vec<_> = state
