@@ -112,6 +112,9 @@ impl Inner {
     /// dirty pages, and a later `fsync` could report success for them.
     pub(crate) fn persist(&self, mode: PersistMode) -> Result<()> {
         let mut writer = lock(&self.writer);
+        if self.failed.load(Ordering::Acquire) {
+            Self::check_background_error(&lock(&self.state))?;
+        }
         let persisted = match mode {
             PersistMode::SyncAll => writer.wal.sync(),
             PersistMode::Buffer => writer.wal.flush(),
