@@ -240,7 +240,7 @@ impl Db {
     /// [`Error::Io`] or [`Error::Corruption`] from reading a table;
     /// [`Error::InvalidArgument`] for a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.inner.get_at(key.as_ref(), self.inner.visible_seq())
+        self.inner.get_latest(key.as_ref())
     }
 
     /// Whether `key` is present.
@@ -292,16 +292,13 @@ impl Db {
     /// Entries with keys in `range`, in key order (`.rev()` for descending),
     /// as of this call.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIter {
-        self.inner
-            .iter(read::owned_bounds(&range), self.inner.visible_seq())
+        self.inner.iter_latest(read::owned_bounds(&range))
     }
 
     /// Entries whose keys start with `prefix`, in key order.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        self.inner.iter(
-            crate::iter::prefix_bounds(prefix.as_ref()),
-            self.inner.visible_seq(),
-        )
+        self.inner
+            .iter_latest(crate::iter::prefix_bounds(prefix.as_ref()))
     }
 
     /// A consistent read view as of now: later writes are invisible to it,

@@ -35,7 +35,7 @@ impl Inner {
     /// The key is hashed once, here; the same [`KeyHash`] is handed to the
     /// filter of every table the lookup meets.
     pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
-        self.get_with(key, None, seq)
+        self.get_with(key, None, Some(seq))
     }
 
     /// [`Inner::get_at`] for a caller that already hashed `key` (a
@@ -46,12 +46,26 @@ impl Inner {
         hash: KeyHash,
         seq: SeqNo,
     ) -> Result<Option<Vec<u8>>> {
-        self.get_with(key, Some(hash), seq)
+        self.get_with(key, Some(hash), Some(seq))
+    }
+
+    /// The newest value of `key`. The version is pinned before the
+    /// sequence number is read: a compaction that finishes in between
+    /// keeps, in the pinned version, every version a later sequence number
+    /// sees (reading the number first could lose the one it must see).
+    pub(crate) fn get_latest(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, None, None)
     }
 
     /// A memtable hit needs no hash, so it is computed (unless given) only
-    /// when the lookup reaches the tables.
-    fn get_with(&self, key: &[u8], hash: Option<KeyHash>, seq: SeqNo) -> Result<Option<Vec<u8>>> {
+    /// when the lookup reaches the tables. Reads as of `seq`, or of the
+    /// newest write once the version is pinned.
+    fn get_with(
+        &self,
+        key: &[u8],
+        hash: Option<KeyHash>,
+        seq: Option<SeqNo>,
+    ) -> Result<Option<Vec<u8>>> {
         if key.len() > MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes is over the limit of {MAX_KEY_LEN}",
@@ -60,6 +74,7 @@ impl Inner {
         }
         bump(&self.counters.gets);
         let current = self.pin();
+        let seq = seq.unwrap_or_else(|| self.visible_seq());
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
             if let Some(value) = memtable.lookup(key, seq) {
                 bump(&self.counters.memtable_hits);
@@ -114,6 +129,13 @@ impl Inner {
     /// An iterator over the user keys within `bounds` as of `seq`.
     pub(crate) fn iter(&self, bounds: Bounds, seq: SeqNo) -> DbIter {
         Self::iter_in(&self.current(), bounds, seq)
+    }
+
+    /// An iterator over the user keys within `bounds` as of the newest
+    /// write, read once the version is pinned (see [`Inner::get_latest`]).
+    pub(crate) fn iter_latest(&self, bounds: Bounds) -> DbIter {
+        let current = self.current();
+        Self::iter_in(&current, bounds, self.visible_seq())
     }
 
     /// [`Inner::iter`] over the memtables and version of `current`.
