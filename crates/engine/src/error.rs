@@ -46,6 +46,12 @@ pub enum Error {
     /// Reopen the database to recover from the WAL.
     #[error("background work failed, writes are refused until reopen: {0}")]
     Background(String),
+    /// The database was closed (its [`Db`](crate::Db) dropped) while a
+    /// transaction, snapshot or iterator still used it: writes and waits
+    /// for background work end with this. Reads of what is already
+    /// pinned still work.
+    #[error("the database is closed")]
+    Closed,
     /// A transaction could not commit: a key it read or wrote (or a key in
     /// a range it scanned) was written by another commit after its
     /// snapshot. Nothing of the transaction was applied; run it again.

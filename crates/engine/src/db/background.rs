@@ -1,5 +1,6 @@
 //! The flush and compaction threads, waiting for them, and shutdown.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
@@ -58,12 +59,29 @@ fn run(inner: &Inner, job: Job) {
             }
             inner.generation()
         };
-        match job.step(inner) {
+        // A panic (in a custom extractor, say) must not leave writers and
+        // `Db::flush` waiting for a thread that is gone: it fails the
+        // database like an error does.
+        let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.step(inner)))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(Error::Background(format!(
+                    "the {job:?} thread panicked: {what}"
+                )))
+            });
+        match stepped {
             Ok(true) => continue,
             Ok(false) => {}
             Err(err) => {
-                if !lock(&inner.state).shutting_down {
-                    inner.fail(&err);
+                let mut state = lock(&inner.state);
+                // A compaction that panicked never cleared its flag.
+                state.compacting = false;
+                if !state.shutting_down {
+                    inner.fail_locked(&mut state, &err);
                 }
                 return;
             }
@@ -123,6 +141,9 @@ impl Inner {
     /// loses nothing.
     pub(crate) fn shut_down(&self, threads: &mut Vec<JoinHandle<()>>) {
         lock(&self.state).shutting_down = true;
+        // Writers check this flag on every write: a transaction or a stalled
+        // writer that outlives the handle gets `Error::Closed`, and wakes.
+        self.failed.store(true, Ordering::Release);
         self.changed.notify_all();
         for thread in threads.drain(..) {
             // A panicked background thread has nothing left to clean up.

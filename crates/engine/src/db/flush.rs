@@ -104,17 +104,32 @@ impl Inner {
     /// Freezes the active memtable if it holds anything, then flushes every
     /// frozen memtable.
     pub(crate) fn flush_all(&self) -> Result<()> {
-        {
+        // The WAL number of the newest memtable to flush: it and every
+        // older one, not the ones writers freeze meanwhile, which would
+        // keep the queue from ever draining under sustained writes.
+        let newest = {
             let mut writer = lock(&self.writer);
             Self::check_background_error(&lock(&self.state))?;
             if !self.current().active.is_empty() {
                 self.rotate(&mut writer)?;
             }
-        }
+            self.current().immutables.first().map(|m| m.wal_number())
+        };
+        let Some(newest) = newest else {
+            return Ok(());
+        };
+        let flushed = |inner: &Self| {
+            // Flushed oldest first: done once none of them is left.
+            inner
+                .current()
+                .immutables
+                .last()
+                .is_none_or(|oldest| oldest.wal_number() > newest)
+        };
         if self.options.background_threads {
-            self.wait_until(|inner, _| inner.current().immutables.is_empty())
+            self.wait_until(|inner, _| flushed(inner))
         } else {
-            while self.flush_oldest()? {}
+            while !flushed(self) && self.flush_oldest()? {}
             Ok(())
         }
     }

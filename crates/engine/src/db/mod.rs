@@ -211,8 +211,12 @@ impl Inner {
         }
     }
 
-    /// Fails if background work has failed (writes are refused after that).
+    /// Fails if background work has failed (writes are refused after that)
+    /// or the database was closed.
     pub(crate) fn check_background_error(state: &State) -> Result<()> {
+        if state.shutting_down {
+            return Err(Error::Closed);
+        }
         match &state.background_error {
             Some(detail) => Err(Error::Background(detail.clone())),
             None => Ok(()),
