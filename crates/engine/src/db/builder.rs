@@ -18,6 +18,10 @@ const DEFAULT_TXN_MAX_BYTES: usize = 64 << 20;
 /// (64 bytes of overhead each, so 0.5 to 1 million short keys).
 const DEFAULT_TXN_HISTORY_BYTES: usize = 64 << 20;
 
+/// Default [`DbBuilder::max_open_files`]: well under the usual soft limit
+/// of 1,024 descriptors per process, leaving room for the application.
+const DEFAULT_MAX_OPEN_FILES: usize = 500;
+
 /// Every setting of an open database (the builder's result).
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -29,6 +33,7 @@ pub(crate) struct Options {
     pub block_bytes: usize,
     pub restart_interval: usize,
     pub block_cache_bytes: u64,
+    pub max_open_files: usize,
     pub compression: Compression,
     pub compaction: CompactionStyle,
     pub filter_policy: FilterPolicy,
@@ -68,6 +73,7 @@ impl DbBuilder {
                 block_bytes: 4096,
                 restart_interval: 16,
                 block_cache_bytes: 64 << 20,
+                max_open_files: DEFAULT_MAX_OPEN_FILES,
                 compression: Compression::None,
                 compaction: CompactionStyle::default(),
                 filter_policy: FilterPolicy::default(),
@@ -117,6 +123,15 @@ impl DbBuilder {
     /// indexes are pinned outside it.
     pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
         self.options.block_cache_bytes = bytes;
+        self
+    }
+
+    /// Most table files held open at once (default 500; at least 16).
+    /// Tables beyond it keep their filters and index in memory and reopen
+    /// their file when a data block must be read, so a database may hold
+    /// far more tables than the process may open files (`ulimit -n`).
+    pub fn max_open_files(mut self, files: usize) -> Self {
+        self.options.max_open_files = files;
         self
     }
 
@@ -259,6 +274,7 @@ impl DbBuilder {
             o.memtable_bytes >= 4096,
             "memtable_bytes must be at least 4096",
         )?;
+        check(o.max_open_files >= 16, "max_open_files must be at least 16")?;
         check(
             o.max_immutable_memtables >= 1,
             "max_immutable_memtables must be at least 1",

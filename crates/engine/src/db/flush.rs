@@ -234,8 +234,8 @@ impl Inner {
     ) -> Result<()> {
         let props = builder.finish()?;
         let path = self.file(&filenames::table(id));
-        let table = Arc::new(Table::open(
-            self.options.fs.as_ref(),
+        let table = Arc::new(Table::open_shared(
+            &self.files,
             path,
             id,
             Arc::clone(&self.cache),

@@ -35,7 +35,7 @@ use crate::log::LogWriter;
 use crate::manifest::VersionEdit;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
-use crate::sstable::BlockCache;
+use crate::sstable::{BlockCache, OpenFiles};
 use crate::value::{Find, FindKeys, IndexRecord};
 use crate::version::{LiveTable, Version, VersionSet};
 pub(crate) use builder::Options;
@@ -107,6 +107,8 @@ pub(crate) struct State {
 pub(crate) struct Inner {
     pub options: Options,
     pub cache: Arc<BlockCache>,
+    /// Table files held open, under `max_open_files`.
+    pub files: Arc<OpenFiles>,
     pub counters: Counters,
     /// Sequence number of the newest write readers may see.
     pub visible_seq: AtomicU64,

@@ -19,7 +19,7 @@ use crate::log::{LogKind, LogWriter};
 use crate::manifest::{FileKind, VersionEdit, filenames, read_current, read_manifest, replay};
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
-use crate::sstable::{BlockCache, Table};
+use crate::sstable::{BlockCache, OpenFiles, Table};
 use crate::value::IndexRecord;
 use crate::version::{LiveTable, Start, Version, VersionSet};
 
@@ -60,7 +60,8 @@ impl Db {
             .map_err(|e| Error::io(&lock_path, e))?
             .ok_or_else(|| Error::Locked { path: dir.clone() })?;
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-        let mut recovered = recover_version(&options, &cache)?;
+        let files = Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files));
+        let mut recovered = recover_version(&options, &cache, &files)?;
         recovered.indexes = crate::value::resolve(
             &options,
             &recovered.version,
@@ -105,7 +106,7 @@ impl Db {
             .next_file_number
             .max(wals.last().map_or(0, |n| n + 1));
 
-        let inner = Inner::assemble(options, cache, guard, recovered)?;
+        let inner = Inner::assemble(options, cache, files, guard, recovered)?;
         if !replayed.is_empty() {
             inner.flush_recovered(&replayed)?;
         }
@@ -122,7 +123,11 @@ impl Db {
 
 /// Replays CURRENT's manifest (or starts an empty version for a new
 /// database) and opens every live table.
-fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recovered> {
+fn recover_version(
+    options: &Options,
+    cache: &Arc<BlockCache>,
+    files: &Arc<OpenFiles>,
+) -> Result<Recovered> {
     let fs = options.fs.as_ref();
     let dir = &options.path;
     let Some(manifest_name) = read_current(fs, dir)? else {
@@ -166,7 +171,7 @@ fn recover_version(options: &Options, cache: &Arc<BlockCache>) -> Result<Recover
     let mut opened = BTreeMap::new();
     for meta in state.tables.values() {
         let path = dir.join(filenames::table(meta.id));
-        let table = match Table::open(fs, path.clone(), meta.id, Arc::clone(cache)) {
+        let table = match Table::open_shared(files, path.clone(), meta.id, Arc::clone(cache)) {
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::corruption(
                     &manifest_path,
@@ -201,6 +206,7 @@ impl Inner {
     fn assemble(
         options: Options,
         cache: Arc<BlockCache>,
+        files: Arc<OpenFiles>,
         guard: Box<dyn crate::fs::LockGuard>,
         recovered: Recovered,
     ) -> Result<Arc<Self>> {
@@ -225,6 +231,7 @@ impl Inner {
         )?;
         let inner = Arc::new(Self {
             cache,
+            files,
             counters: Counters::default(),
             visible_seq: AtomicU64::new(recovered.last_seq),
             current: ArcSwap::from_pointee(SuperVersion {

@@ -32,6 +32,7 @@ mod footer;
 mod index;
 mod inspect;
 mod iter;
+mod open_files;
 mod properties;
 mod table;
 mod trailer;
@@ -44,6 +45,7 @@ pub(crate) use builder::TableBuilder;
 pub(crate) use cache::BlockCache;
 pub use inspect::{TableFile, TableSummary, ValueFilterSummary};
 pub(crate) use iter::{SharedBounds, TableIter};
+pub(crate) use open_files::OpenFiles;
 #[allow(
     unused_imports,
     reason = "the stub named it here; the db layer reaches it through `Table::properties`"

@@ -12,6 +12,7 @@ use super::filter_block::{FilterLayout, KeyFilter};
 use super::footer::{FOOTER_LEN, Footer};
 use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
+use super::open_files::OpenFiles;
 use super::properties::Properties;
 use super::trailer::read_block;
 use crate::error::{Error, Result};
@@ -23,10 +24,20 @@ use crate::value::{BlockFilters, ValueFilters, ValueLeaf};
 /// allocates nothing but the value it returns.
 const STACK_KEY: usize = 256;
 
+/// Where a table's data blocks are read from.
+#[derive(Debug)]
+enum Source {
+    /// A file held open for the table's life (a table read outside a
+    /// database, by `sift dump-sst` or `verify`).
+    Held(Arc<dyn ReadableFile>),
+    /// The database's open files, which open it on demand.
+    Shared(Arc<OpenFiles>),
+}
+
 /// An open table: index and filter pinned in memory, data blocks read through the cache.
 #[derive(Debug)]
 pub(crate) struct Table {
-    file: Arc<dyn ReadableFile>,
+    source: Source,
     path: PathBuf,
     id: u64,
     cache: Arc<BlockCache>,
@@ -54,6 +65,29 @@ impl Table {
         cache: Arc<BlockCache>,
     ) -> Result<Self> {
         let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
+        Self::load(&Arc::clone(&file), Source::Held(file), path, id, cache)
+    }
+
+    /// [`Table::open`] for a table of a database: its file is opened through
+    /// `files`, which may close it between reads of data blocks.
+    pub(crate) fn open_shared(
+        files: &Arc<OpenFiles>,
+        path: PathBuf,
+        id: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Self> {
+        let file = files.get(id, &path).map_err(|e| Error::io(&path, e))?;
+        Self::load(&file, Source::Shared(Arc::clone(files)), path, id, cache)
+    }
+
+    /// Reads and checks the table's metadata from `file`.
+    fn load(
+        file: &Arc<dyn ReadableFile>,
+        source: Source,
+        path: PathBuf,
+        id: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Self> {
         let size = file.size().map_err(|e| Error::io(&path, e))?;
         let limit = size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
             Error::corruption(
@@ -118,7 +152,7 @@ impl Table {
             limit,
         )?;
         Ok(Self {
-            file,
+            source,
             path,
             id,
             cache,
@@ -239,6 +273,14 @@ impl Table {
         TableIter::new(Arc::clone(self), Arc::clone(bounds))
     }
 
+    /// Closes the file if the database's open files hold it: the table is
+    /// deleted, and an open descriptor would keep its space in use.
+    pub(crate) fn close(&self) {
+        if let Source::Shared(files) = &self.source {
+            files.forget(self.id);
+        }
+    }
+
     /// The file.
     pub(crate) fn path(&self) -> &Path {
         &self.path
@@ -349,8 +391,14 @@ impl Table {
             .get(at)
             .map(|e| e.handle)
             .ok_or_else(|| Error::corruption(&self.path, offset, format!("no data block {at}")))?;
+        let file = match &self.source {
+            Source::Held(file) => Arc::clone(file),
+            Source::Shared(files) => files
+                .get(self.id, &self.path)
+                .map_err(|e| Error::io(&self.path, e))?,
+        };
         let raw = read_block(
-            self.file.as_ref(),
+            file.as_ref(),
             &self.path,
             handle,
             self.properties.stored_data_bytes,

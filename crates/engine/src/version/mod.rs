@@ -71,6 +71,7 @@ impl LiveTable {
 impl Drop for LiveTable {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
+            self.table.close();
             // Readers that still iterate hold the open file, which outlives
             // its name. A failed removal leaves an orphan that the next open
             // deletes, so there is nothing better to do with the error.

@@ -1,9 +1,12 @@
 //! Injected I/O errors: [`FaultInjectionFs::inject`] makes the next
-//! operations of one kind on matching files fail, as a full disk, a dying
-//! device or a descriptor limit would.
+//! operations of one kind on matching files fail, as a full disk or a
+//! dying device would, and [`FaultInjectionFs::limit_open_files`] imposes
+//! a descriptor limit, as `ulimit -n` does.
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{FaultInjectionFs, lock};
 
@@ -80,5 +83,54 @@ impl FaultInjectionFs {
             "injected {op:?} error on {}",
             path.display()
         )))
+    }
+}
+
+/// Open handles and their limit (0: none), shared by the clones of a
+/// file system.
+#[derive(Debug, Default)]
+pub(super) struct Handles {
+    open: Arc<AtomicUsize>,
+    limit: AtomicUsize,
+}
+
+/// One open handle; closes on drop.
+#[derive(Debug)]
+pub(super) struct Handle(Arc<AtomicUsize>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Handles {
+    /// Counts a new handle, or fails as `open(2)` does at the limit.
+    pub(super) fn open(&self) -> io::Result<Handle> {
+        let limit = self.limit.load(Ordering::Acquire);
+        let before = self.open.fetch_add(1, Ordering::AcqRel);
+        let handle = Handle(Arc::clone(&self.open));
+        if limit > 0 && before >= limit {
+            return Err(io::Error::other(format!(
+                "too many open files (limit {limit})"
+            )));
+        }
+        Ok(handle)
+    }
+}
+
+impl FaultInjectionFs {
+    /// Fails file creations and opens while `max` handles are open (`None`:
+    /// no limit), as a process's descriptor limit does.
+    pub fn limit_open_files(&self, max: Option<usize>) {
+        self.handles
+            .limit
+            .store(max.unwrap_or(0), Ordering::Release);
+    }
+
+    /// Files and handles open now (readers and writers).
+    #[must_use]
+    pub fn open_files(&self) -> usize {
+        self.handles.open.load(Ordering::Acquire)
     }
 }

@@ -89,6 +89,7 @@ pub type SyncHook = Arc<dyn Fn(&FaultInjectionFs, SyncPoint<'_>) + Send + Sync>;
 pub struct FaultInjectionFs {
     state: Arc<Mutex<State>>,
     hook: Arc<Mutex<Option<SyncHook>>>,
+    handles: Arc<inject::Handles>,
 }
 
 impl fmt::Debug for FaultInjectionFs {
@@ -153,6 +154,7 @@ impl FaultInjectionFs {
         Self {
             state: Arc::new(Mutex::new(after)),
             hook: Arc::default(),
+            handles: Arc::default(),
         }
     }
 
@@ -190,12 +192,13 @@ impl FaultInjectionFs {
         Ok(())
     }
 
-    fn file(&self, inode: InodeRef, path: &Path) -> FaultFile {
-        FaultFile {
+    fn file(&self, inode: InodeRef, path: &Path) -> io::Result<FaultFile> {
+        Ok(FaultFile {
             inode,
             fs: self.clone(),
             path: path.to_path_buf(),
-        }
+            _handle: self.handles.open()?,
+        })
     }
 
     fn inode(&self, path: &Path) -> io::Result<InodeRef> {
@@ -214,6 +217,8 @@ struct FaultFile {
     inode: InodeRef,
     fs: FaultInjectionFs,
     path: PathBuf,
+    /// Counts as an open descriptor while it lives.
+    _handle: inject::Handle,
 }
 
 impl WritableFile for FaultFile {
@@ -290,16 +295,15 @@ impl FileSystem for FaultInjectionFs {
             return Err(not_found(parent));
         }
         let inode = InodeRef::default();
+        let file = self.file(Arc::clone(&inode), path)?;
         state.names.insert(path.to_path_buf(), Arc::clone(&inode));
-        state
-            .pending
-            .push(DirOp::Link(path.to_path_buf(), Arc::clone(&inode)));
-        Ok(Box::new(self.file(inode, path)))
+        state.pending.push(DirOp::Link(path.to_path_buf(), inode));
+        Ok(Box::new(file))
     }
 
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
         self.check(FaultOp::Open, path)?;
-        Ok(Arc::new(self.file(self.inode(path)?, path)))
+        Ok(Arc::new(self.file(self.inode(path)?, path)?))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
