@@ -62,11 +62,19 @@ pub trait ReadableFile: Send + Sync + Debug {
 /// Holds a lock until dropped.
 pub trait LockGuard: Send + Sync + Debug {}
 
-/// Reads a whole file into memory.
-pub(crate) fn read_all(fs: &dyn FileSystem, path: &Path) -> io::Result<Vec<u8>> {
+/// Reads a whole file into memory; a file longer than `max` bytes is an
+/// [`io::ErrorKind::InvalidData`] error before anything is read (a damaged
+/// or foreign file must not exhaust memory).
+pub(crate) fn read_all(fs: &dyn FileSystem, path: &Path, max: u64) -> io::Result<Vec<u8>> {
     let file = fs.open(path)?;
-    let len =
-        usize::try_from(file.size()?).map_err(|_| io::Error::other("file larger than memory"))?;
+    let size = file.size()?;
+    if size > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{size} bytes, more than the {max} such a file ever holds"),
+        ));
+    }
+    let len = usize::try_from(size).map_err(|_| io::Error::other("file larger than memory"))?;
     let mut buf = vec![0; len];
     file.read_exact_at(&mut buf, 0)?;
     Ok(buf)

@@ -55,6 +55,17 @@ impl LogKind {
         }
     }
 
+    /// The longest file of this kind a reader loads. A manifest is rolled
+    /// over at 4 MiB or twice its snapshot: 1 GiB describes millions of
+    /// tables. A WAL holds one memtable plus one batch of up to 4 GiB, so
+    /// it is bounded only by the record length.
+    fn max_file_bytes(self) -> u64 {
+        match self {
+            Self::Wal => u64::MAX,
+            Self::Manifest => 1 << 30,
+        }
+    }
+
     /// A name for error messages.
     fn name(self) -> &'static str {
         match self {

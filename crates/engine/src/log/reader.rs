@@ -87,7 +87,13 @@ pub(crate) fn read_log_to_damage(
     path: &Path,
     kind: LogKind,
 ) -> Result<LogContents> {
-    let bytes = read_all(fs, path).map_err(|e| Error::io(path, e))?;
+    let bytes = read_all(fs, path, kind.max_file_bytes()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            Error::corruption(path, 0, e.to_string())
+        } else {
+            Error::io(path, e)
+        }
+    })?;
     parse_log(&bytes, kind).map_err(|c| c.in_file(path, 0))
 }
 

@@ -48,9 +48,12 @@ pub(crate) fn write_current(fs: &dyn FileSystem, dir: &Path, manifest: &str) -> 
 /// naming CURRENT.
 pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<Option<String>> {
     let path = dir.join(CURRENT);
-    let bytes = match read_all(fs, &path) {
+    let bytes = match read_all(fs, &path, MAX_CURRENT_LEN as u64) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) if err.kind() == io::ErrorKind::InvalidData => {
+            return Err(Error::corruption(&path, 0, err.to_string()));
+        }
         Err(err) => return Err(Error::io(&path, err)),
     };
     parse_current(&bytes)
@@ -167,6 +170,22 @@ mod tests {
                 Err(Error::Corruption { path: p, .. }) => assert_eq!(p, path),
                 other => panic!("{bytes:?}: {other:?}"),
             }
+        }
+    }
+
+    /// An oversized CURRENT is refused by its size, before it is read.
+    #[test]
+    fn an_oversized_current_is_not_read() {
+        let fs = FaultInjectionFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        write_current(&fs, dir, "MANIFEST-000005").unwrap();
+        let path = dir.join(CURRENT);
+        fs.set_contents(&path, vec![b'x'; 100_000]).unwrap();
+        fs.inject(crate::fs::FaultOp::Read, CURRENT, 1);
+        match read_current(&fs, dir) {
+            Err(Error::Corruption { detail, .. }) => assert!(detail.contains("100000 bytes")),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -30,7 +30,9 @@ pub(crate) struct VersionSet {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     manifest: Manifest,
-    /// Size past which the manifest is rolled over.
+    /// The least size at which a manifest is rolled over.
+    roll_bytes: u64,
+    /// Size past which this manifest is rolled over.
     roll_at: u64,
     next_file_number: u64,
     /// Oldest WAL still needed by recovery.
@@ -60,7 +62,8 @@ impl VersionSet {
         let snapshot = snapshot_edit(start, next_file_number);
         let manifest = Manifest::create(fs.as_ref(), &dir, number, &snapshot)?;
         Ok(Self {
-            roll_at: roll_at(&manifest),
+            roll_bytes: MANIFEST_ROLL_BYTES,
+            roll_at: roll_at(&manifest, MANIFEST_ROLL_BYTES),
             manifest,
             fs,
             dir,
@@ -161,7 +164,7 @@ impl VersionSet {
         };
         let snapshot = snapshot_edit(&start, self.next_file_number);
         let manifest = Manifest::create(self.fs.as_ref(), &self.dir, number, &snapshot)?;
-        self.roll_at = roll_at(&manifest);
+        self.roll_at = roll_at(&manifest, self.roll_bytes);
         let old = std::mem::replace(&mut self.manifest, manifest);
         // An old manifest left behind is deleted at the next open.
         let _ = self.fs.remove(&self.dir.join(old.file_name()));
@@ -182,6 +185,92 @@ fn snapshot_edit(start: &Start<'_>, next_file_number: u64) -> VersionEdit {
 }
 
 /// The size past which `manifest`, just written, is rolled over.
-fn roll_at(manifest: &Manifest) -> u64 {
-    MANIFEST_ROLL_BYTES.max(2 * manifest.size())
+fn roll_at(manifest: &Manifest, roll_bytes: u64) -> u64 {
+    roll_bytes.max(2 * manifest.size())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::*;
+    use crate::fs::FaultInjectionFs;
+    use crate::manifest::{read_current, read_manifest, replay};
+    use crate::value::{Extractor, LeafSizing};
+
+    /// Index records whose snapshot is several KiB.
+    fn indexes() -> Vec<IndexRecord> {
+        (0..40)
+            .map(|id| IndexRecord {
+                id,
+                name: format!("an index with a long name, number {id:04}"),
+                extractor: Extractor::json_field(format!("/a/long/json/pointer/{id}")),
+                sizing: LeafSizing::PerTable { fpr: 0.01 },
+            })
+            .collect()
+    }
+
+    fn set(fs: &FaultInjectionFs, version: &Version, indexes: &[IndexRecord]) -> VersionSet {
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let start = Start {
+            version,
+            indexes,
+            next_file_number: 2,
+            log_number: 1,
+            last_seq: 0,
+            compaction_style: 0,
+        };
+        VersionSet::create(Arc::new(fs.clone()), "/db".into(), &start).unwrap()
+    }
+
+    /// A manifest whose snapshot alone passes the threshold is rolled once
+    /// it doubles, not on every edit.
+    #[test]
+    fn a_large_snapshot_does_not_make_every_edit_roll_over() {
+        let fs = FaultInjectionFs::new();
+        let (version, indexes) = (Version::default(), indexes());
+        let mut set = set(&fs, &version, &indexes);
+        set.roll_bytes = 256;
+        set.roll_at = roll_at(&set.manifest, set.roll_bytes);
+        assert!(set.manifest.size() > 1024, "{}", set.manifest.size());
+        let mut names = std::collections::BTreeSet::new();
+        for log_number in 2..200 {
+            let edit = VersionEdit {
+                log_number: Some(log_number),
+                ..VersionEdit::default()
+            };
+            set.log_and_apply(&version, edit, &BTreeMap::new(), &indexes, 7)
+                .unwrap();
+            names.insert(set.manifest_name());
+        }
+        assert!(names.len() <= 3, "{} manifests for 198 edits", names.len());
+        // What CURRENT names replays to the state logged last.
+        let dir = Path::new("/db");
+        let name = read_current(&fs, dir).unwrap().unwrap();
+        assert_eq!(name, set.manifest_name());
+        let state = replay(&read_manifest(&fs, dir, &name).unwrap());
+        assert_eq!((state.log_number, state.indexes.len()), (199, 40));
+    }
+
+    /// After a failed manifest write nothing more is logged.
+    #[test]
+    fn a_failed_write_poisons_the_set() {
+        let fs = FaultInjectionFs::new();
+        let version = Version::default();
+        let mut set = set(&fs, &version, &[]);
+        let edit = || VersionEdit {
+            log_number: Some(5),
+            ..VersionEdit::default()
+        };
+        fs.inject(crate::fs::FaultOp::Sync, "MANIFEST", 1);
+        assert!(
+            set.log_and_apply(&version, edit(), &BTreeMap::new(), &[], 0)
+                .is_err()
+        );
+        assert!(set.poisoned().is_some());
+        let refused = set.log_and_apply(&version, edit(), &BTreeMap::new(), &[], 0);
+        assert!(matches!(refused, Err(Error::Background(_))));
+        assert_eq!(set.log_number(), 1);
+    }
 }
