@@ -90,6 +90,7 @@ fn encode_header(kind: LogKind) -> [u8; HEADER_LEN] {
 /// Checks a complete header (`bytes` holds at least [`HEADER_LEN`] bytes)
 /// against `kind`. Checks, in order: magic, checksum, version, kind,
 /// reserved bytes.
+#[deny(clippy::indexing_slicing, reason = "a decoder of on-disk bytes")]
 fn check_header(bytes: &[u8], kind: LogKind) -> Result<(), Corrupt> {
     let mut decoder = Decoder::new(bytes);
     let magic = decoder.bytes(4, "log magic")?;
@@ -103,7 +104,10 @@ fn check_header(bytes: &[u8], kind: LogKind) -> Result<(), Corrupt> {
     let tag = decoder.u8("log kind")?;
     let reserved = decoder.bytes(2, "reserved header bytes")?;
     let sum = decoder.u32("header checksum")?;
-    if !checksum_matches(&bytes[..8], sum) {
+    if !bytes
+        .get(..8)
+        .is_some_and(|covered| checksum_matches(covered, sum))
+    {
         return Err(Corrupt::new(8, "log header checksum mismatch"));
     }
     if version != FORMAT_VERSION {

@@ -17,6 +17,9 @@
 //! synced (a sync always follows a complete header), so it is an empty
 //! log; a torn tail when non-empty. Any other bad header is corruption.
 
+// A decoder of on-disk bytes: no indexing that could panic.
+#![deny(clippy::indexing_slicing)]
+
 use std::path::Path;
 
 use super::{HEADER_LEN, LogKind, RECORD_HEADER_LEN, check_header};
@@ -100,7 +103,7 @@ pub(crate) fn read_log_to_damage(
 /// Little-endian `u32` at `at`, if four bytes are there.
 fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     let field = bytes.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes([field[0], field[1], field[2], field[3]]))
+    Some(u32::from_le_bytes(field.try_into().ok()?))
 }
 
 /// Most bytes [`valid_record_after`] checksums per byte of the tail it
