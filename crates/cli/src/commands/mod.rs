@@ -40,7 +40,13 @@ pub fn run(db: &Path, command: Command, out: &mut Output) -> Outcome {
 
 /// Opens the database at `path`, creating it if needed (commands that write).
 pub fn open_or_create(path: &Path) -> Outcome<Db> {
-    Ok(Db::open(path)?)
+    let db = Db::open(path)?;
+    // Point-in-time recovery opened a damaged WAL as of the records before
+    // the damage: say so, where it cannot be mistaken for output.
+    if let Some(dropped) = db.stats().wal_recovery {
+        eprintln!("warning: WAL recovery dropped records: {dropped}");
+    }
+    Ok(db)
 }
 
 /// Opens the database at `path`, which must exist (commands that only read
