@@ -209,6 +209,8 @@ fn every_damaged_file_is_reported_or_recovered_correctly() {
             }
         }
     }
+    // The tally docs/reliability.md quotes (run with --nocapture).
+    eprintln!("damaged copies (reported, recovered) per file kind: {outcomes:?}");
     // Damage anywhere but a table's filter block or the WAL tail must be
     // detected: most damaged tables and manifests are reported.
     for (kind, (reported, recovered)) in &outcomes {

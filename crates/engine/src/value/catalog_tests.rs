@@ -149,8 +149,13 @@ fn dropped_indexes_are_gone_and_a_new_one_starts_over() {
     fill(&db, 0, 100);
     db.flush().unwrap();
     let old_id = db.indexes()[0].id;
+    assert_eq!(db.find_keys("city", b"Paris").unwrap().count(), 0);
+    let states = || crate::db::lock(&db.inner.value_leaves).len();
+    assert_eq!(states(), 1);
     db.drop_index("city").unwrap();
     assert!(db.indexes().is_empty());
+    // Its search structures go with it.
+    assert_eq!(states(), 0);
     assert!(matches!(
         db.drop_index("city"),
         Err(Error::InvalidArgument(_))

@@ -253,6 +253,12 @@ impl IndexLeaves {
         self.states.retain(|id, _| live.iter().any(|r| r.id == *id));
     }
 
+    /// How many indexes have search structures.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.states.len()
+    }
+
     /// Brings `record`'s structures in step with `version` and returns them.
     pub(crate) fn sync(
         &mut self,
