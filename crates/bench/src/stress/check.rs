@@ -1,0 +1,164 @@
+//! The parent's check after each kill: reopen the database (recovery
+//! replays the WAL), compare every key of every thread with the expected
+//! state, settle the write that was in flight, close, and run
+//! [`siftdb::verify`] on the closed database.
+//!
+//! Every acknowledged write must be there, synced or not: the engine
+//! promises that a write survives a process crash once it returns (it is
+//! handed to the operating system before). The one write a thread may have
+//! had in flight (its active group) may be there or not, but all of it or
+//! none of it.
+
+use std::path::Path;
+
+use anyhow::Context;
+use siftdb::Db;
+
+use super::compare::{self, View};
+use super::expected::{self, Entry, ExpectedFile};
+use super::model::{self, Divergence, Space, State, TAGS};
+use super::report::Sink;
+
+/// What a check looked at.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Checked {
+    /// Keys compared (point reads).
+    pub keys: u64,
+    /// Write groups in flight at the kill that were found applied.
+    pub applied: u64,
+    /// Write groups in flight at the kill that were found not applied.
+    pub lost: u64,
+    /// Tables of the database as reopened.
+    pub tables: u64,
+    /// Levels holding tables.
+    pub levels: u64,
+}
+
+/// Reopens the database in `dir`, checks it against the expected-state
+/// files of `threads` threads of `keys` keys, records the outcome of the
+/// writes in flight in those files, and verifies the closed database.
+/// Divergences go to `sink`.
+///
+/// # Errors
+/// The database cannot be reopened or read, or an expected-state file
+/// cannot be read or written.
+pub fn after_reopen(dir: &Path, threads: u32, keys: u32, sink: &Sink) -> anyhow::Result<Checked> {
+    let path = super::db_path(dir);
+    let db = model::open_db(&path).context("cannot reopen the database")?;
+    let mut checked = Checked::default();
+    for thread in 0..threads {
+        let space = Space { thread, keys };
+        let file = ExpectedFile::open(&expected::path(dir, thread), keys)?;
+        let mut states = file.states()?;
+        if let Some(group) = file.group()? {
+            match settle(&db, &space, &group)? {
+                Ok((settled, applied)) => {
+                    for (index, state) in settled {
+                        states[index as usize] = state;
+                        file.set_state(index, state)?;
+                    }
+                    file.end_group()?;
+                    if applied {
+                        checked.applied += 1;
+                    } else {
+                        checked.lost += 1;
+                    }
+                }
+                Err(divergence) => {
+                    // Its keys are reported; the rest is checked as stored.
+                    sink.record(&format!("after reopen: {divergence}"));
+                    continue;
+                }
+            }
+        }
+        check_thread(&db, &space, &states, sink)?;
+        checked.keys += u64::from(keys);
+    }
+    let stats = db.stats();
+    checked.tables = stats.levels.iter().map(|l| l.tables as u64).sum();
+    checked.levels = stats.levels.iter().filter(|l| l.tables > 0).count() as u64;
+    drop(db);
+    let report = siftdb::verify(&path, &mut |_| {}).context("cannot verify the database")?;
+    for problem in &report.problems {
+        sink.record(
+            &Divergence::new(
+                "siftdb::verify",
+                problem.path.display().to_string(),
+                "no damage",
+                problem.to_string(),
+            )
+            .to_string(),
+        );
+    }
+    Ok(checked)
+}
+
+/// Every key by point read, the whole key range by scan both ways, and
+/// every tag by search.
+fn check_thread(db: &Db, space: &Space, states: &[State], sink: &Sink) -> siftdb::Result<()> {
+    let view = View::Now(db);
+    let report = |found: Option<Divergence>| {
+        if let Some(divergence) = found {
+            sink.record(&format!("after reopen: {divergence}"));
+        }
+    };
+    for index in 0..space.keys {
+        report(compare::check_get("get", view, space, states, index)?);
+    }
+    report(compare::check_all("scan", view, space, states, false)?);
+    report(compare::check_all("scan", view, space, states, true)?);
+    for tag in 0..TAGS {
+        report(compare::check_find(view, space, states, tag)?);
+    }
+    Ok(())
+}
+
+/// The outcome of a write in flight at the kill: the states of its keys
+/// (and whether it was applied) if the database holds all of it or none
+/// of it, else the divergence.
+fn settle(
+    db: &Db,
+    space: &Space,
+    group: &[Entry],
+) -> siftdb::Result<Result<(Vec<(u32, State)>, bool), Divergence>> {
+    let found: Vec<Option<Vec<u8>>> = group
+        .iter()
+        .map(|e| db.get(space.key(e.key)))
+        .collect::<siftdb::Result<_>>()?;
+    let all = |side: fn(&Entry) -> State| {
+        group
+            .iter()
+            .zip(&found)
+            .all(|(e, f)| space.matches(e.key, side(e), f.as_deref()))
+    };
+    let states = |side: fn(&Entry) -> State| group.iter().map(|e| (e.key, side(e))).collect();
+    if all(|e| e.new) {
+        return Ok(Ok((states(|e| e.new), true)));
+    }
+    if all(|e| e.old) {
+        return Ok(Ok((states(|e| e.old), false)));
+    }
+    let list = |side: fn(&Entry) -> State| {
+        let states: Vec<String> = group.iter().map(|e| side(e).to_string()).collect();
+        format!("[{}]", states.join(", "))
+    };
+    let keys: Vec<String> = group
+        .iter()
+        .map(|e| String::from_utf8_lossy(&space.key(e.key)).into_owned())
+        .collect();
+    let seen: Vec<String> = group
+        .iter()
+        .zip(&found)
+        .map(|(e, f)| space.describe(e.key, f.as_deref()))
+        .collect();
+    Ok(Err(Divergence::new(
+        "the write in flight at the kill",
+        keys.join(","),
+        format!(
+            "all of the old {} or all of the new {}",
+            list(|e| e.old),
+            list(|e| e.new)
+        ),
+        format!("[{}]", seen.join(", ")),
+    )))
+}
