@@ -113,14 +113,13 @@ fn check_thread(db: &Db, space: &Space, states: &[State], sink: &Sink) -> siftdb
     Ok(())
 }
 
-/// The outcome of a write in flight at the kill: the states of its keys
-/// (and whether it was applied) if the database holds all of it or none
-/// of it, else the divergence.
-fn settle(
-    db: &Db,
-    space: &Space,
-    group: &[Entry],
-) -> siftdb::Result<Result<(Vec<(u32, State)>, bool), Divergence>> {
+/// A write in flight at the kill, settled: the states of its keys, and
+/// whether it was applied.
+type Settled = (Vec<(u32, State)>, bool);
+
+/// The outcome of a write in flight at the kill if the database holds all
+/// of it or none of it, else the divergence.
+fn settle(db: &Db, space: &Space, group: &[Entry]) -> siftdb::Result<Result<Settled, Divergence>> {
     let found: Vec<Option<Vec<u8>>> = group
         .iter()
         .map(|e| db.get(space.key(e.key)))

@@ -83,8 +83,8 @@ impl RangeSpec {
         states: &[State],
     ) -> siftdb::Result<Option<Divergence>> {
         let what = format!(
-            "range {:?}{}{}",
-            self.bounds,
+            "range {}{}{}",
+            describe(&self.bounds),
             if self.reverse { " reversed" } else { "" },
             view.label()
         );
@@ -137,6 +137,22 @@ impl PrefixSpec {
             &what, space, states, &expected, &found,
         ))
     }
+}
+
+/// Bounds as in mathematics: `[a, b)`, `(a, b]`...
+fn describe(bounds: &Bounds) -> String {
+    let text = |key: &[u8]| String::from_utf8_lossy(key).into_owned();
+    let lower = match &bounds.0 {
+        Bound::Included(key) => format!("[{}", text(key)),
+        Bound::Excluded(key) => format!("({}", text(key)),
+        Bound::Unbounded => "(-inf".to_owned(),
+    };
+    let upper = match &bounds.1 {
+        Bound::Included(key) => format!("{}]", text(key)),
+        Bound::Excluded(key) => format!("{})", text(key)),
+        Bound::Unbounded => "+inf)".to_owned(),
+    };
+    format!("{lower}, {upper}")
 }
 
 /// The indexes within `indexes` whose state is a value, in scan order.

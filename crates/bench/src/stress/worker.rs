@@ -122,10 +122,10 @@ impl<'a> Worker<'a> {
             if let Some(held) = &mut self.held {
                 held.tick();
             }
-            if self.ops % STORE_EVERY == 0 {
+            if self.ops.is_multiple_of(STORE_EVERY) {
                 self.file.store_counts(&self.counts)?;
             }
-            if self.space.thread == 0 && self.ops % SAMPLE_EVERY == 0 {
+            if self.space.thread == 0 && self.ops.is_multiple_of(SAMPLE_EVERY) {
                 self.sample_engine();
             }
             if !self.divergences.is_empty() {
