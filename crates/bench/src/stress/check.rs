@@ -161,3 +161,92 @@ fn settle(db: &Db, space: &Space, group: &[Entry]) -> siftdb::Result<Result<Sett
         format!("[{}]", seen.join(", ")),
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One write of `state` to key `index` of `space`, in the database.
+    fn write(db: &Db, space: &Space, index: u32, state: State) -> siftdb::Result<()> {
+        if state.present() {
+            db.insert(space.key(index), space.value(index, state.version()))
+        } else {
+            db.remove(space.key(index))
+        }
+    }
+
+    /// Four threads' files and one database: thread 0 lost an
+    /// acknowledged write, thread 1 has half of a batch, thread 2's write
+    /// in flight was applied, thread 3's was not.
+    #[test]
+    fn lost_and_torn_writes_diverge_and_whole_ones_settle() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let keys = 16;
+        let spaces: Vec<Space> = (0..4).map(|thread| Space { thread, keys }).collect();
+        let mut files = spaces
+            .iter()
+            .map(|s| ExpectedFile::create(&expected::path(dir.path(), s.thread), keys))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let db = model::open_db(&super::super::db_path(dir.path()))?;
+        let never = State::default();
+        let (v1, gone) = (never.next(true), never.next(true).next(false));
+        for (space, file) in spaces.iter().zip(&files) {
+            write(&db, space, 1, v1)?;
+            file.set_state(1, v1)?;
+        }
+        // Thread 0: key 2 acknowledged, not in the database.
+        files[0].set_state(2, v1)?;
+        // Thread 1: a batch of keys 3 and 1 in flight; only key 3 is there.
+        write(&db, &spaces[1], 3, v1)?;
+        let torn = [
+            Entry {
+                key: 3,
+                old: never,
+                new: v1,
+            },
+            Entry {
+                key: 1,
+                old: v1,
+                new: gone,
+            },
+        ];
+        files[1].begin_group(&torn)?;
+        // Thread 2: the same batch, applied, one state already recorded.
+        write(&db, &spaces[2], 3, v1)?;
+        write(&db, &spaces[2], 1, gone)?;
+        files[2].begin_group(&torn)?;
+        files[2].set_state(3, v1)?;
+        // Thread 3: the same batch, not applied.
+        files[3].begin_group(&torn)?;
+        drop(db);
+
+        let sink = Sink::default();
+        let checked = after_reopen(dir.path(), 4, keys, &sink)?;
+        let printed = sink.printed();
+        let on = |key: &str| printed.iter().filter(|l| l.contains(key)).count();
+        // The lost write: a get, two scans and the search for its tag.
+        assert_eq!(
+            on("s00:00002: expected v1, found absent"),
+            4,
+            "{printed:#?}"
+        );
+        assert_eq!(
+            on("the write in flight at the kill: key s01:00003,s01:00001"),
+            1
+        );
+        assert_eq!(sink.count(), 5, "{printed:#?}");
+        assert_eq!((checked.applied, checked.lost), (1, 1));
+        // Thread 1 is left unsettled; threads 2 and 3 are settled.
+        assert!(
+            ExpectedFile::open(&expected::path(dir.path(), 1), keys)?
+                .group()?
+                .is_some()
+        );
+        for (thread, state) in [(2, gone), (3, v1)] {
+            let file = ExpectedFile::open(&expected::path(dir.path(), thread), keys)?;
+            assert!(file.group()?.is_none());
+            assert_eq!(file.states()?[1], state);
+        }
+        Ok(())
+    }
+}

@@ -16,30 +16,48 @@ const PRINTED: u64 = 20;
 /// children's stderr.
 #[derive(Debug, Default)]
 pub struct Sink {
-    seen: Mutex<(u64, u64)>,
+    seen: Mutex<Seen>,
+}
+
+/// Divergences counted, and those printed.
+#[derive(Debug, Default)]
+struct Seen {
+    count: u64,
+    printed: Vec<String>,
 }
 
 impl Sink {
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Counts one divergence and prints it if fewer than [`PRINTED`] were.
     pub fn record(&self, line: &str) {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        seen.0 += 1;
-        if seen.1 < PRINTED {
-            seen.1 += 1;
+        let mut seen = self.seen();
+        seen.count += 1;
+        if (seen.printed.len() as u64) < PRINTED {
             eprintln!("divergence: {line}");
+            seen.printed.push(line.to_owned());
         }
     }
 
     /// Divergences recorded.
     pub fn count(&self) -> u64 {
-        self.seen.lock().unwrap_or_else(PoisonError::into_inner).0
+        self.seen().count
+    }
+
+    /// The divergences printed.
+    #[cfg(test)]
+    pub fn printed(&self) -> Vec<String> {
+        self.seen().printed.clone()
     }
 
     /// Says how many divergences were not printed.
     pub fn finish(&self) {
-        let (count, printed) = *self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        if count > printed {
-            eprintln!("... and {} more divergences", count - printed);
+        let seen = self.seen();
+        let printed = seen.printed.len() as u64;
+        if seen.count > printed {
+            eprintln!("... and {} more divergences", seen.count - printed);
         }
     }
 }
