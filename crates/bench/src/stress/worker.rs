@@ -13,10 +13,10 @@ use super::model::{Divergence, Space, State};
 use super::reads::Held;
 use crate::value_search::rng::{SplitMix64, Zipf};
 
-/// Zipf exponent of key choice: a skew (the hottest of 8,192 keys takes
-/// about 3% of the operations, the coldest half about 15%) that keeps a
-/// few keys rewritten in every memtable while the rest age into the
-/// deeper levels.
+/// Zipf exponent of key choice: a skew (of 8,192 keys, the hottest takes
+/// 3.9% of the operations, the hottest 1% of keys 30%, the coldest half
+/// 15%) that keeps a few keys rewritten in every memtable while the rest
+/// age into the deeper levels.
 const ZIPF_EXPONENT: f64 = 0.8;
 
 /// Operations between two stores of the counters in the expected-state
