@@ -6,13 +6,17 @@
 //! stays parseable. `filters` compares filters, `db` whole engines,
 //! `value-search` search by value on generated data shapes (every method, the
 //! planner and a hand-built exact index), `txn` what the Bloom
-//! pre-check buys a transaction.
+//! pre-check buys a transaction. `stress` is not a benchmark but a
+//! correctness run: random operations checked against an expected state,
+//! with the process killed at random moments (Unix only).
 
 use clap::{Parser, Subcommand};
 
 mod db;
 mod filters;
 mod scratch;
+#[cfg(unix)]
+mod stress;
 mod txn;
 mod value_search;
 
@@ -35,6 +39,9 @@ enum Command {
     ValueSearch(value_search::Args),
     /// Transactions: own-set look-ups and validation, with and without the Bloom pre-check.
     Txn(txn::Args),
+    /// Random operations from several threads checked against an expected state, with SIGKILLs and reopens.
+    #[cfg(unix)]
+    Stress(stress::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -43,5 +50,7 @@ fn main() -> anyhow::Result<()> {
         Command::Db(args) => db::run(&args),
         Command::ValueSearch(args) => value_search::run(&args),
         Command::Txn(args) => txn::run(&args),
+        #[cfg(unix)]
+        Command::Stress(args) => stress::run(&args),
     }
 }

@@ -14,7 +14,7 @@ mod dataset;
 mod exact;
 mod measure;
 mod report;
-mod rng;
+pub(crate) mod rng;
 mod shapes;
 mod stores;
 
