@@ -19,6 +19,8 @@
 //! index, in list order. Manifests written before indexes existed have no
 //! 7 or 8 and read as before.
 
+#![deny(clippy::indexing_slicing)]
+
 use super::{TableMeta, VersionEdit};
 use crate::batch::MAX_KEY_LEN;
 use crate::encoding::{Decoder, put_bytes, put_varint};
