@@ -75,9 +75,10 @@ impl<'a> Decoder<'a> {
 
     /// The next `n` bytes.
     pub(crate) fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], Corrupt> {
-        let (start, end) = (self.pos, self.pos.checked_add(n));
-        let out = end
-            .and_then(|end| self.bytes.get(start..end))
+        let out = self
+            .pos
+            .checked_add(n)
+            .and_then(|end| self.bytes.get(self.pos..end))
             .ok_or_else(|| {
                 self.error(format!(
                     "{what}: needs {n} bytes, {} left",
