@@ -12,6 +12,8 @@
 //! The value part is present for [`ValueKind::Value`] only; a delete is a
 //! kind and a key.
 
+#![deny(clippy::indexing_slicing)]
+
 use crate::encoding::{Decoder, put_bytes};
 use crate::error::{Corrupt, Error, Result};
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind};

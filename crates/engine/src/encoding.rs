@@ -5,6 +5,8 @@
 //! reports [`Corrupt`] with the offset where the bytes ran out or made no
 //! sense. Nothing here panics.
 
+#![deny(clippy::indexing_slicing)]
+
 use crate::error::Corrupt;
 
 /// Checksum of a block or record: the low 32 bits of XXH3-64 (seed 0).
@@ -73,18 +75,17 @@ impl<'a> Decoder<'a> {
 
     /// The next `n` bytes.
     pub(crate) fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], Corrupt> {
-        let end = self
+        let out = self
             .pos
             .checked_add(n)
-            .filter(|&end| end <= self.bytes.len())
+            .and_then(|end| self.bytes.get(self.pos..end))
             .ok_or_else(|| {
                 self.error(format!(
                     "{what}: needs {n} bytes, {} left",
                     self.remaining()
                 ))
             })?;
-        let out = &self.bytes[self.pos..end];
-        self.pos = end;
+        self.pos += n;
         Ok(out)
     }
 

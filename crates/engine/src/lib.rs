@@ -34,6 +34,8 @@ mod db;
 mod encoding;
 mod error;
 pub mod fs;
+#[doc(hidden)]
+pub mod fuzzing;
 mod iter;
 mod key;
 mod log;

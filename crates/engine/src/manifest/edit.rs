@@ -19,6 +19,8 @@
 //! index, in list order. Manifests written before indexes existed have no
 //! 7 or 8 and read as before.
 
+#![deny(clippy::indexing_slicing)]
+
 use super::{TableMeta, VersionEdit};
 use crate::batch::MAX_KEY_LEN;
 use crate::encoding::{Decoder, put_bytes, put_varint};
@@ -196,6 +198,20 @@ pub(crate) fn decode_edit(payload: &[u8]) -> Result<VersionEdit, Corrupt> {
         }
     }
     Ok(edit)
+}
+
+impl VersionEdit {
+    /// [`encode_edit`], for callers outside the manifest (the fuzz hooks
+    /// in `fuzzing.rs`).
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        encode_edit(self)
+    }
+
+    /// [`decode_edit`], for callers outside the manifest (the fuzz hooks
+    /// in `fuzzing.rs`).
+    pub(crate) fn decode(payload: &[u8]) -> Result<Self, Corrupt> {
+        decode_edit(payload)
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! A decoded data block, read in place: binary search over the restart
 //! points, then a linear scan that rebuilds prefix-compressed keys.
 
+#![deny(clippy::indexing_slicing)]
+
 use std::cmp::Ordering;
 use std::ops::Range;
 

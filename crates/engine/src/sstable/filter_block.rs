@@ -7,6 +7,8 @@
 //! every key, and the problem is kept for `verify` to report. An I/O error
 //! while reading it still fails the open: that is not damage.
 
+#![deny(clippy::indexing_slicing)]
+
 use std::path::Path;
 
 use sift_filter::{Filter, KeyHash, StaticFilter};

@@ -1,6 +1,8 @@
 //! The fixed-size footer at the end of every table: where the index, filter
 //! and properties blocks are, the format version, a checksum, and a magic.
 
+#![deny(clippy::indexing_slicing)]
+
 use super::filter_block::FilterLayout;
 use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, checksum, checksum_matches};

@@ -1,6 +1,8 @@
 //! The index block: the last internal key of each data block and where the
 //! block is, decoded once at open into a sorted array.
 
+#![deny(clippy::indexing_slicing)]
+
 use std::cmp::Ordering;
 
 use super::trailer::BlockHandle;
@@ -46,8 +48,9 @@ pub(crate) struct Index {
 fn probe(key: &[u8], from: usize) -> u64 {
     let mut raw = [0u8; 8];
     let tail = key.get(from..).unwrap_or_default();
-    let n = tail.len().min(8);
-    raw[..n].copy_from_slice(&tail[..n]);
+    for (to, &byte) in raw.iter_mut().zip(tail) {
+        *to = byte;
+    }
     u64::from_be_bytes(raw)
 }
 
@@ -118,8 +121,11 @@ impl Index {
         let shared: Box<[u8]> = match (entries.first(), entries.last()) {
             (Some(first), Some(last)) => {
                 let (a, b) = (user_key_of(&first.last_key), user_key_of(&last.last_key));
-                let len = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-                a[..len].into()
+                a.iter()
+                    .zip(b)
+                    .take_while(|(x, y)| x == y)
+                    .map(|(&x, _)| x)
+                    .collect()
             }
             _ => Box::default(),
         };
@@ -137,16 +143,25 @@ impl Index {
     /// Index of the first block whose last key is `>= key`: the only block
     /// that can hold the first entry `>= key`. `len()` if none.
     pub(crate) fn find(&self, key: &[u8]) -> usize {
+        // `lo..hi` is always within the entries (both bounds come from
+        // partition points over `entries` or `probes`, which have one
+        // element per entry); `get` keeps that an invariant, not a panic.
         let full = |lo: usize, hi: usize| {
-            lo + self.entries[lo..hi]
+            lo + self
+                .entries
+                .get(lo..hi)
+                .unwrap_or_default()
                 .partition_point(|e| cmp_internal(&e.last_key, key) == Ordering::Less)
         };
         if key.len() < TRAILER_LEN {
             return full(0, self.entries.len());
         }
         let user = user_key_of(key);
-        let head = &user[..user.len().min(self.shared.len())];
-        match head.cmp(&self.shared[..head.len()]) {
+        // The user key cut to the shared prefix's length, and the shared
+        // prefix cut to the user key's.
+        let head = user.get(..self.shared.len()).unwrap_or(user);
+        let shared = self.shared.get(..head.len()).unwrap_or_default();
+        match head.cmp(shared) {
             Ordering::Less => return 0,
             Ordering::Greater => return self.entries.len(),
             // A user key that is a proper prefix of the shared prefix sorts
@@ -156,7 +171,11 @@ impl Index {
         }
         let target = probe(user, self.shared.len());
         let lo = self.probes.partition_point(|&p| p < target);
-        let ties = self.probes[lo..].partition_point(|&p| p == target);
+        let ties = self
+            .probes
+            .get(lo..)
+            .unwrap_or_default()
+            .partition_point(|&p| p == target);
         full(lo, lo + ties)
     }
 }

@@ -1,6 +1,8 @@
 //! The properties block: what a table holds, written last before the index
 //! and footer, decoded at open.
 
+#![deny(clippy::indexing_slicing)]
+
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, ParsedKey, SeqNo};

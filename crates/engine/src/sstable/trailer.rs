@@ -1,6 +1,8 @@
 //! Block handles and the 5-byte trailer after every stored block:
 //! compression byte, then the checksum of the stored bytes and that byte.
 
+#![deny(clippy::indexing_slicing)]
+
 use std::path::Path;
 
 use crate::encoding::{Decoder, checksum, checksum_matches, put_varint};

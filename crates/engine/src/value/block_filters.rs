@@ -24,6 +24,8 @@
 //!                              b % 64 of word b / 64; bits past the sum are 0
 //! ```
 
+#![deny(clippy::indexing_slicing)]
+
 use sift_filter::{DoubleHashing, KeyHash, fastrange64, mix64};
 
 use crate::encoding::{Decoder, put_varint};

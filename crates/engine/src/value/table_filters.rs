@@ -9,6 +9,8 @@
 //! search reads the table), damaged block filters make every block a
 //! candidate, and `verify` reports both.
 
+#![deny(clippy::indexing_slicing)]
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,0 +1,8 @@
+#![no_main]
+//! A whole log file, read as a WAL and as a manifest (`log/reader.rs`): reading
+//! never panics, what it keeps rewrites to the same bytes, and each record goes
+//! on to the batch or edit decoder. Checksums are not checked under
+//! `cfg(fuzzing)`.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| siftdb::fuzzing::log_file(data));
