@@ -2,8 +2,9 @@
 //! bytes that is private to this crate over arbitrary input, uses what it
 //! decoded, and checks that it re-encodes to the input.
 //!
-//! Not part of the API (hidden from the docs, no stability promise). The
-//! functions take bytes and return nothing, so no internal type leaks; each
+//! Not part of the API: compiled only with the `fuzzing` feature, which
+//! only `fuzz/` turns on. The functions take bytes and return nothing, so
+//! no internal type leaks; each
 //! panics only when a decoder breaks its contract: a panic inside the
 //! decoder, or a successful decode of bytes the encoder would not write.
 //!

@@ -34,7 +34,7 @@ mod db;
 mod encoding;
 mod error;
 pub mod fs;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod iter;
 mod key;
