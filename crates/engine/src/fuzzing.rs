@@ -27,7 +27,7 @@ use crate::encoding::Decoder;
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::ValueKind;
 use crate::log::{HEADER_LEN, LogKind, LogWriter, Tail, read_log};
-use crate::manifest::VersionEdit;
+use crate::manifest::edit::{decode_edit, encode_edit};
 use crate::value::{BlockFilters, decode_directory, encode_directory};
 
 /// Bytes of a checksum field (log header and log records): `u32`.
@@ -73,13 +73,13 @@ pub fn write_batch(data: &[u8]) {
 /// A version edit, the payload of one manifest record
 /// (`manifest/edit.rs`, `decode_edit`).
 pub fn version_edit(data: &[u8]) {
-    let Ok(edit) = VersionEdit::decode(data) else {
+    let Ok(edit) = decode_edit(data) else {
         return;
     };
     let mut indexes = Vec::new();
     edit.apply_indexes(&mut indexes);
     assert!(indexes.len() <= edit.added_indexes.len());
-    let reencoded = edit.encode();
+    let reencoded = encode_edit(&edit);
     assert!(
         reencoded.len() <= data.len(),
         "version edit: {} bytes re-encode to {}",
@@ -93,7 +93,7 @@ pub fn version_edit(data: &[u8]) {
         written.sort_unstable();
         assert_eq!(read, written, "version edit re-encodes differently");
     }
-    assert_eq!(VersionEdit::decode(&reencoded), Ok(edit));
+    assert_eq!(decode_edit(&reencoded), Ok(edit));
 }
 
 /// The block value filters of one table and index
@@ -227,6 +227,7 @@ fn mask_checksums(bytes: &mut [u8], offsets: &[u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::VersionEdit;
     use crate::value::ValueFilterEntry;
 
     fn log_of(kind: LogKind, records: &[Vec<u8>]) -> Vec<u8> {
@@ -244,7 +245,7 @@ mod tests {
             removed: vec![(1, 7)],
             ..VersionEdit::default()
         };
-        version_edit(&edit.encode());
+        version_edit(&encode_edit(&edit));
         let filters = BlockFilters::build(3, [(&[KeyHash::of(b"x")][..], 70)].into_iter());
         let mut bytes = Vec::new();
         filters.encode(&mut bytes);
@@ -266,7 +267,7 @@ mod tests {
         encode_directory(&[entry], &mut directory);
         value_filter_directory(&directory);
         log_file(&log_of(LogKind::Wal, &[record.clone(), record]));
-        log_file(&log_of(LogKind::Manifest, &[edit.encode()]));
+        log_file(&log_of(LogKind::Manifest, &[encode_edit(&edit)]));
     }
 
     #[test]

@@ -200,20 +200,6 @@ pub(crate) fn decode_edit(payload: &[u8]) -> Result<VersionEdit, Corrupt> {
     Ok(edit)
 }
 
-impl VersionEdit {
-    /// [`encode_edit`], for callers outside the manifest (the fuzz hooks
-    /// in `fuzzing.rs`).
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        encode_edit(self)
-    }
-
-    /// [`decode_edit`], for callers outside the manifest (the fuzz hooks
-    /// in `fuzzing.rs`).
-    pub(crate) fn decode(payload: &[u8]) -> Result<Self, Corrupt> {
-        decode_edit(payload)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -8,7 +8,7 @@
 //! replaced atomically ([`current`]). Bytes: `docs/format-logs.md`.
 
 mod current;
-mod edit;
+pub(crate) mod edit;
 pub(crate) mod filenames;
 mod replay;
 
