@@ -42,6 +42,7 @@ mod log;
 mod manifest;
 mod memtable;
 mod options;
+mod rng;
 mod sstable;
 pub mod txn;
 mod value;

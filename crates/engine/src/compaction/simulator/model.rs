@@ -33,29 +33,7 @@ pub(super) struct Version {
     tombstone: bool,
 }
 
-/// SplitMix64 over its state (the seed): a tiny generator, so every run is
-/// reproducible.
-pub(super) struct Rng(pub u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub(super) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True with probability `1 / n`.
-    pub(super) fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-}
+pub(super) use crate::rng::SplitMix64 as Rng;
 
 pub(super) fn encode(key: u32) -> Vec<u8> {
     key.to_be_bytes().to_vec()

@@ -17,34 +17,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::{DirOp, FaultInjectionFs, Inode, InodeRef, lock};
+use crate::rng::SplitMix64;
 
 /// The unit a disk writes atomically, as in ALICE's model: torn writes
 /// are cut at page boundaries, not byte by byte. Small, so that one WAL
 /// record spans several.
 pub const PAGE_BYTES: usize = 512;
-
-/// A small deterministic generator (SplitMix64): images must be
-/// reproducible from their seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn coin(&mut self) -> bool {
-        self.next() & 1 == 1
-    }
-}
 
 impl FaultInjectionFs {
     /// One state a disk may hold after a power cut now, drawn by `seed`
@@ -56,11 +34,12 @@ impl FaultInjectionFs {
         if seed == 0 {
             return self.crash();
         }
-        let mut rng = SplitMix(seed);
+        // Images must be reproducible from their seed.
+        let mut rng = SplitMix64(seed);
         let state = lock(&self.state);
         let mut names = state.durable_names.clone();
         for op in &state.pending {
-            if !rng.coin() {
+            if !rng.one_in(2) {
                 continue;
             }
             match op {
@@ -97,7 +76,7 @@ impl FaultInjectionFs {
 }
 
 /// What survives of one file: its synced bytes and a draw of the rest.
-fn kept_bytes(inode: &Inode, rng: &mut SplitMix) -> Vec<u8> {
+fn kept_bytes(inode: &Inode, rng: &mut SplitMix64) -> Vec<u8> {
     let synced = inode.synced.min(inode.data.len());
     let (sure, rest) = inode.data.split_at(synced);
     let mut data = sure.to_vec();
@@ -106,7 +85,7 @@ fn kept_bytes(inode: &Inode, rng: &mut SplitMix) -> Vec<u8> {
     }
     match rng.below(4) {
         0 => {}
-        1 => data.extend_from_slice(&rest[..rng.below(rest.len() + 1)]),
+        1 => data.extend_from_slice(&rest[..rng.below(rest.len() as u64 + 1) as usize]),
         2 => data.extend_from_slice(rest),
         _ => {
             // Pages are counted from the start of the file: a page the
@@ -116,7 +95,7 @@ fn kept_bytes(inode: &Inode, rng: &mut SplitMix) -> Vec<u8> {
             let first_page = synced / PAGE_BYTES;
             let last_page = (inode.data.len() - 1) / PAGE_BYTES;
             for page in first_page..=last_page {
-                if rng.coin() {
+                if rng.one_in(2) {
                     let start = (page * PAGE_BYTES).max(synced);
                     let end = ((page + 1) * PAGE_BYTES).min(inode.data.len());
                     data[start..end].copy_from_slice(&inode.data[start..end]);
@@ -125,7 +104,7 @@ fn kept_bytes(inode: &Inode, rng: &mut SplitMix) -> Vec<u8> {
             }
             // The file's length reached the disk with the last page kept,
             // or (a coin) with the whole write.
-            if rng.coin() {
+            if rng.one_in(2) {
                 data.truncate(kept_end);
             }
         }
