@@ -190,12 +190,12 @@ impl Inner {
     /// Freezes the active memtable and starts a new one with a new WAL.
     pub(crate) fn rotate(&self, writer: &mut Writer) -> Result<()> {
         let mut state = lock(&self.state);
-        // The old WAL is synced before the new one exists: recovery takes
-        // a bad record in any WAL but the newest for damage, and a power
-        // cut must not leave unsynced writes there with later ones behind
-        // them. Then the new WAL's name is made durable before a synced
-        // write relies on it. A failed sync fails the database (see
-        // `persist`).
+        // The old WAL is synced before the new one exists: a power cut must
+        // not keep synced writes of the new WAL while losing unsynced ones
+        // of the old (replay stops at the first gap, and would drop the
+        // synced ones after it). Then the new WAL's name is made durable
+        // before a synced write relies on it. A failed sync fails the
+        // database (see `persist`).
         let number = state.versions.new_file_number();
         let path = self.file(&filenames::wal(number));
         let fs = self.options.fs.as_ref();

@@ -29,8 +29,6 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
-    /// Cuts a file to `len` bytes and makes the new length durable.
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     /// Names of the entries of `dir` (file names only, any order).
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Makes the creations, renames and removals in `dir` durable.

@@ -80,12 +80,6 @@ impl FileSystem for StdFs {
         fs::remove_file(path)
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        let file = OpenOptions::new().write(true).open(path)?;
-        file.set_len(len)?;
-        file.sync_all()
-    }
-
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         fs::read_dir(dir)?
             .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))

@@ -325,17 +325,6 @@ impl FileSystem for FaultInjectionFs {
         Ok(())
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        let inode = self.inode(path)?;
-        let mut inode = lock(&inode);
-        let len = usize::try_from(len)
-            .map_err(io::Error::other)?
-            .min(inode.data.len());
-        inode.data.truncate(len);
-        inode.synced = len;
-        Ok(())
-    }
-
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let state = lock(&self.state);
         if !state.dirs.contains(dir) {
