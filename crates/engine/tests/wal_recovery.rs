@@ -145,6 +145,10 @@ fn a_missing_wal_is_a_gap_in_sequence_numbers() {
         }
         other => panic!("{other:?}"),
     }
+    // `verify` reports the gap as recovery sees it.
+    let report = siftdb::verify_in(&fs, Path::new(DIR), &mut |_| {}).unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(report.problems[0].path, wals[2]);
     // Point-in-time keeps the first WAL's batches and nothing after the
     // gap: the third WAL's writes would otherwise appear without the
     // second's.

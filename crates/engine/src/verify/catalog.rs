@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::Findings;
+use crate::key::SeqNo;
 use crate::manifest::{FileKind, TableMeta, filenames, read_current, read_manifest, replay};
 use crate::value::IndexRecord;
 
@@ -20,6 +21,9 @@ pub(super) struct Catalog {
     pub indexes: Vec<IndexRecord>,
     /// Oldest WAL recovery replays (0: none).
     pub log_number: u64,
+    /// Newest sequence number the manifest accounts for: the WALs continue
+    /// from it.
+    pub last_seq: SeqNo,
 }
 
 /// Reads CURRENT and its manifest. Returns the manifest CURRENT names (if
@@ -77,6 +81,7 @@ pub(super) fn read(
         tables: state.tables,
         indexes: state.indexes,
         log_number: state.log_number,
+        last_seq: state.last_seq,
     };
     (Some(path), Some(catalog))
 }

@@ -243,8 +243,11 @@ pub fn verify_in(
         done(path, bytes);
     }
     leaves.finish(&mut findings);
+    // The WALs must continue the manifest's sequence numbers, as recovery
+    // requires.
+    let mut next_seq = catalog.as_ref().map(|c| c.last_seq + 1);
     for ((path, newest), bytes) in plan.wals.iter().zip(wal_sizes) {
-        wal::check(fs, path, *newest, &mut findings);
+        wal::check(fs, path, *newest, &mut next_seq, &mut findings);
         report.logs += 1;
         done(path, bytes);
     }
