@@ -7,10 +7,13 @@
 //! makes `x ↦ x·C` a permutation of `u32`, so each probe on its own is
 //! uniform; powers of the golden-ratio constant keep successive probes
 //! apart (the idea behind RocksDB's FastLocalBloom). Because probe `j` is
-//! the seed times a fixed constant, a SIMD query computes 8 probes at once
-//! by multiplying the seed by 8 precomputed powers (see `avx2.rs`).
+//! the seed times a fixed constant, every path multiplies the seed by the
+//! precomputed powers in [`PROBE_POWERS`]: the products are independent, so
+//! the scalar loops are not a chain of dependent multiplies, and a SIMD
+//! query computes 8 of them in one instruction (see `avx2.rs`).
 #![deny(clippy::indexing_slicing)]
 
+use super::probes::MAX_PROBES;
 use crate::hash::KeyHash;
 
 /// Bits per block: one 64-byte cache line, so a query reads one line.
@@ -23,6 +26,24 @@ const BLOCK_WORDS: usize = 8;
 /// The probe multiplier: `2^32 / φ` rounded to an odd number (Knuth's
 /// multiplicative-hashing constant). Odd, so multiplying by it permutes `u32`.
 pub(super) const PROBE_MULTIPLIER: u32 = 0x9e37_79b9;
+
+/// `C^1, C^2, ..., C^MAX_PROBES`: probe `j` (from 0) is located by the
+/// product `seed · PROBE_POWERS[j]`.
+pub(super) const PROBE_POWERS: [u32; MAX_PROBES as usize] = probe_powers();
+
+/// `C^(j+1)` for every probe `j`.
+#[expect(clippy::indexing_slicing, reason = "j < N; evaluated at compile time")]
+const fn probe_powers<const N: usize>() -> [u32; N] {
+    let mut out = [0; N];
+    let mut power = PROBE_MULTIPLIER;
+    let mut j = 0;
+    while j < N {
+        out[j] = power;
+        power = power.wrapping_mul(PROBE_MULTIPLIER);
+        j += 1;
+    }
+    out
+}
 
 /// Keeps the top `log2(BLOCK_BITS) = 9` bits of a 32-bit product.
 pub(super) const POSITION_SHIFT: u32 = 32 - BLOCK_BITS.trailing_zeros();
@@ -65,10 +86,8 @@ impl Block {
         reason = "locate returns a word index below 8"
     )]
     pub(super) fn insert(&mut self, seed: u32, probes: u32) {
-        let mut product = seed;
-        for _ in 0..probes {
-            product = product.wrapping_mul(PROBE_MULTIPLIER);
-            let (word, mask) = locate(product);
+        for &power in PROBE_POWERS.iter().take(probes as usize) {
+            let (word, mask) = locate(seed.wrapping_mul(power));
             self.0[word] |= mask;
         }
     }
@@ -81,15 +100,10 @@ impl Block {
         reason = "locate returns a word index below 8"
     )]
     pub(super) fn contains(&self, seed: u32, probes: u32) -> bool {
-        let mut product = seed;
-        for _ in 0..probes {
-            product = product.wrapping_mul(PROBE_MULTIPLIER);
-            let (word, mask) = locate(product);
-            if self.0[word] & mask == 0 {
-                return false;
-            }
-        }
-        true
+        PROBE_POWERS.iter().take(probes as usize).all(|&power| {
+            let (word, mask) = locate(seed.wrapping_mul(power));
+            self.0[word] & mask != 0
+        })
     }
 }
 
@@ -106,13 +120,23 @@ const fn locate(product: u32) -> (usize, u64) {
 mod tests {
     use super::*;
 
-    /// `C^1, C^2, ...`: the multipliers of probes 0, 1, ...
+    /// `C^1, C^2, ...`: the multipliers of probes 0, 1, ..., computed
+    /// afresh so that the table is checked against them.
     fn powers(n: usize) -> Vec<u32> {
         std::iter::successors(Some(PROBE_MULTIPLIER), |p| {
             Some(p.wrapping_mul(PROBE_MULTIPLIER))
         })
         .take(n)
         .collect()
+    }
+
+    #[test]
+    fn power_table_holds_successive_powers() {
+        assert_eq!(PROBE_POWERS.to_vec(), powers(MAX_PROBES as usize));
+        assert_eq!(
+            PROBE_POWERS[1],
+            PROBE_MULTIPLIER.wrapping_mul(PROBE_MULTIPLIER)
+        );
     }
 
     fn bits_of(block: &Block) -> Vec<u32> {

@@ -19,6 +19,7 @@ mod sift_blocked;
 mod sift_counting;
 mod sift_cuckoo;
 mod sift_partitioned;
+mod sift_ribbon;
 mod sift_scalable;
 mod sift_standard;
 mod xorf;
@@ -84,6 +85,8 @@ pub fn all() -> Vec<Box<dyn Contender>> {
     vec![
         Box::new(sift_blocked::SiftBlocked),
         Box::new(sift_blocked::SiftBlockedBuilder),
+        Box::new(sift_ribbon::SiftRibbon::SEVEN_BITS),
+        Box::new(sift_ribbon::SiftRibbon::ONE_PERCENT),
         Box::new(sift_standard::SiftStandard),
         Box::new(sift_partitioned::SiftPartitioned),
         Box::new(sift_counting::SiftCounting),
@@ -93,6 +96,7 @@ pub fn all() -> Vec<Box<dyn Contender>> {
         Box::new(fastbloom::FastBloom),
         Box::new(sbbf::Sbbf),
         Box::new(xorf::BinaryFuse8),
+        Box::new(xorf::BinaryFuse16),
         Box::new(qfilter::QFilter),
         Box::new(lsm_tree::LsmTreeBloom),
     ]

@@ -1,18 +1,56 @@
-//! Baseline: `xorf` 0.13 `BinaryFuse8`, a static binary fuse filter with
-//! 8-bit fingerprints (Graf & Lemire 2022): about 9 bits/key, FPR 2^-8.
+//! Baselines: `xorf` 0.13 `BinaryFuse8` and `BinaryFuse16`, static binary
+//! fuse filters with 8- and 16-bit fingerprints (Graf & Lemire 2022): about
+//! 9 and 18 bits/key, FPR 2^-8 and 2^-16.
 
 use super::{Built, Contender, Params, xxh3_64};
 use crate::filters::keys::Key;
-use xorf::Filter as _;
-
-/// FPR of an 8-bit fingerprint filter: one in 2^8 fingerprints matches.
-const FINGERPRINT_FPR: f64 = 1.0 / 256.0;
 
 /// Collects XXH3-64 of every key, then `BinaryFuse8::try_from(&hashes)`;
 /// queried with `contains(&xxh3_64(key))` (the crate takes only u64 keys).
 pub struct BinaryFuse8;
 
-struct Filter(xorf::BinaryFuse8);
+/// As [`BinaryFuse8`] with 16-bit fingerprints.
+pub struct BinaryFuse16;
+
+/// A built fuse filter of either width.
+struct Filter<F>(F);
+
+/// What the two widths differ in.
+trait Fuse: xorf::Filter<u64> + for<'a> TryFrom<&'a Vec<u64>, Error = &'static str> + 'static {
+    const NAME: &'static str;
+    const FINGERPRINT_BITS: i32;
+    fn data_bytes(&self) -> usize;
+}
+
+impl Fuse for xorf::BinaryFuse8 {
+    const NAME: &'static str = "BinaryFuse8";
+    const FINGERPRINT_BITS: i32 = 8;
+    fn data_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.fingerprints) + std::mem::size_of_val(&self.descriptor)
+    }
+}
+
+impl Fuse for xorf::BinaryFuse16 {
+    const NAME: &'static str = "BinaryFuse16";
+    const FINGERPRINT_BITS: i32 = 16;
+    fn data_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.fingerprints) + std::mem::size_of_val(&self.descriptor)
+    }
+}
+
+fn notes<F: Fuse>() -> String {
+    format!(
+        "xorf::{}::try_from(&[xxh3-64 of each key]); contains(&xxh3-64); bits/key fixed by design",
+        F::NAME
+    )
+}
+
+fn build<F: Fuse>(keys: &[Key]) -> anyhow::Result<Box<dyn Built>> {
+    let hashes: Vec<u64> = keys.iter().map(xxh3_64).collect();
+    let inner = F::try_from(&hashes)
+        .map_err(|e| anyhow::anyhow!("{} construction failed: {e}", F::NAME))?;
+    Ok(Box::new(Filter(inner)))
+}
 
 impl Contender for BinaryFuse8 {
     fn name(&self) -> &'static str {
@@ -24,30 +62,44 @@ impl Contender for BinaryFuse8 {
     }
 
     fn notes(&self, _: &Params) -> String {
-        "xorf::BinaryFuse8::try_from(&[xxh3-64 of each key]); contains(&xxh3-64); \
-         bits/key fixed by design"
-            .to_owned()
+        notes::<xorf::BinaryFuse8>()
     }
 
     fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
-        let hashes: Vec<u64> = keys.iter().map(xxh3_64).collect();
-        let inner = xorf::BinaryFuse8::try_from(&hashes)
-            .map_err(|e| anyhow::anyhow!("BinaryFuse8 construction failed: {e}"))?;
-        Ok(Box::new(Filter(inner)))
+        build::<xorf::BinaryFuse8>(keys)
     }
 }
 
-impl Built for Filter {
+impl Contender for BinaryFuse16 {
+    fn name(&self) -> &'static str {
+        "xorf-bfuse16"
+    }
+
+    fn ours(&self) -> bool {
+        false
+    }
+
+    fn notes(&self, _: &Params) -> String {
+        notes::<xorf::BinaryFuse16>()
+    }
+
+    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+        build::<xorf::BinaryFuse16>(keys)
+    }
+}
+
+impl<F: Fuse> Built for Filter<F> {
     #[inline]
     fn contains(&self, key: &Key) -> bool {
         self.0.contains(&xxh3_64(key))
     }
 
     fn size_bytes(&self) -> usize {
-        self.0.fingerprints.len() + std::mem::size_of_val(&self.0.descriptor)
+        self.0.data_bytes()
     }
 
+    /// One in `2^bits` fingerprints matches.
     fn expected_fpr(&self) -> Option<f64> {
-        Some(FINGERPRINT_FPR)
+        Some(2f64.powi(-F::FINGERPRINT_BITS))
     }
 }
