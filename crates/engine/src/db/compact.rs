@@ -11,7 +11,6 @@ use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
 use super::flush::{Outputs, projected_entries};
-use super::stats::{add, bump};
 use super::{Inner, SuperVersion, lock};
 
 impl Inner {
@@ -101,8 +100,10 @@ impl Inner {
         )?;
         let written: u64 = outputs.metas.iter().map(|m| m.file_size).sum();
         self.replace_tables(&inputs, outputs)?;
-        bump(&self.counters.compactions);
-        add(&self.counters.compaction_bytes_written, written);
+        self.counters.with(|c| {
+            c.compactions.add(1);
+            c.compaction_bytes_written.add(written);
+        });
         Ok(())
     }
 }

@@ -14,7 +14,6 @@ use crate::options::BitsPerKey;
 use crate::sstable::{FilterChoice, FilterKindChoice, Table, TableBuilder, TableOptions};
 use crate::version::{LiveTable, Version};
 
-use super::stats::bump;
 use super::{Inner, SuperVersion, lock};
 
 /// Monkey gives a small level many bits per key; past this the FPR
@@ -97,7 +96,7 @@ impl Inner {
             // this range names no WAL. A leftover is removed at next open.
             let _ = self.options.fs.remove(&self.file(&filenames::wal(number)));
         }
-        bump(&self.counters.flushes);
+        self.counters.with(|c| c.flushes.add(1));
         Ok(true)
     }
 

@@ -3,6 +3,7 @@
 mod background;
 mod builder;
 mod compact;
+mod counters;
 mod flush;
 mod open;
 mod read;
@@ -39,9 +40,9 @@ use crate::sstable::{BlockCache, OpenFiles};
 use crate::value::{Find, FindKeys, IndexRecord};
 use crate::version::{LiveTable, Version, VersionSet};
 pub(crate) use builder::Options;
+use counters::Counters;
 pub(crate) use flush::projected_entries;
 use sift_value_index::Method;
-use stats::Counters;
 
 /// An open database. Cheap to share between threads (`Db: Send + Sync`;
 /// wrap it in an `Arc`). Dropping it stops the background threads and

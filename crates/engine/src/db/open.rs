@@ -24,7 +24,7 @@ use crate::value::IndexRecord;
 use crate::version::{LiveTable, Start, Version, VersionSet};
 
 use super::builder::Options;
-use super::stats::Counters;
+use super::counters::Counters;
 use super::{Db, Inner, State, SuperVersion, Writer, background, wal_replay};
 
 /// The manifest's record of the compaction style a database was created with.

@@ -13,7 +13,7 @@ use crate::key::{Entry, SeqNo, ValueKind};
 use crate::sstable::{SharedBounds, TableIter};
 use crate::version::Version;
 
-use super::stats::{add, bump};
+use super::counters::Shard;
 use super::{Inner, SuperVersion};
 
 /// User-key bounds owned by an iterator.
@@ -72,38 +72,39 @@ impl Inner {
                 key.len()
             )));
         }
-        bump(&self.counters.gets);
         let current = self.pin();
         let seq = seq.unwrap_or_else(|| self.visible_seq());
-        for memtable in std::iter::once(&current.active).chain(&current.immutables) {
-            if let Some(value) = memtable.lookup(key, seq) {
-                bump(&self.counters.memtable_hits);
-                return Ok(value);
+        let found = self.counters.with(|counters| {
+            counters.gets.add(1);
+            for memtable in std::iter::once(&current.active).chain(&current.immutables) {
+                if let Some(value) = memtable.lookup(key, seq) {
+                    counters.memtable_hits.add(1);
+                    return Ok(value.map(|value| (ValueKind::Value, value)));
+                }
             }
-        }
-        // One hash per lookup that reaches the tables, whoever computed it.
-        let hash = hash.unwrap_or_else(|| KeyHash::of(key));
-        bump(&self.counters.key_hashes);
-        let mut blocks_read = 0;
-        let found = self.get_from_tables(&current, key, hash, seq, &mut blocks_read);
-        if blocks_read > 0 {
-            add(&self.counters.data_blocks_read, blocks_read);
-        }
-        Ok(found?.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
+            // One hash per lookup that reaches the tables, whoever computed it.
+            let hash = hash.unwrap_or_else(|| KeyHash::of(key));
+            counters.key_hashes.add(1);
+            let mut blocks_read = 0;
+            let found = Self::get_from_tables(&current, key, hash, seq, counters, &mut blocks_read);
+            counters.data_blocks_read.add(blocks_read);
+            found
+        })?;
+        Ok(found.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
     }
 
     fn get_from_tables(
-        &self,
         current: &SuperVersion,
         key: &[u8],
         hash: KeyHash,
         seq: SeqNo,
+        counters: &Shard,
         blocks_read: &mut u64,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         // Scratch for the keys the block seeks decode, shared by the tables.
         let mut scratch = Vec::new();
         for (level, tables) in current.version.levels.iter().enumerate() {
-            let counters = self.counters.level(level);
+            let counters = counters.level(level);
             for run in &tables.runs {
                 let Some(table) = run.table_for(key) else {
                     continue;
@@ -113,13 +114,14 @@ impl Inner {
                 }
                 // `table_for` checked the key against the table's range.
                 let may_contain = table.table.may_contain_in_range(key, hash);
-                counters.probe(may_contain);
+                counters.probes.add(1);
                 if !may_contain {
+                    counters.negatives.add(1);
                     continue;
                 }
                 match table.table.lookup(key, seq, blocks_read, &mut scratch)? {
                     Some(found) => return Ok(Some(found)),
-                    None => counters.false_positive(),
+                    None => counters.false_positives.add(1),
                 }
             }
         }
@@ -208,7 +210,7 @@ impl RunIter {
         run: usize,
         bounds: &SharedBounds,
     ) -> Option<Self> {
-        let tables = &version.levels.get(level)?.runs.get(run)?.tables;
+        let tables = &version.levels.get(level)?.runs.get(run)?.tables();
         // Tables are sorted and disjoint: those overlapping the bounds are
         // the ones after every table that ends below the lower bound and
         // before every table that starts above the upper one.
@@ -233,7 +235,7 @@ impl RunIter {
             .get(self.level)?
             .runs
             .get(self.run)?
-            .tables
+            .tables()
             .get(at)?;
         Some(table.table.iter_shared(&self.bounds))
     }

@@ -1,66 +1,7 @@
-//! Statistics: always on, a relaxed atomic add per event.
+//! Statistics: always on; counted per thread (`counters.rs`), summed here.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use super::counters::{COUNTED_LEVELS, Counter, Counters, Shard};
 use crate::version::Version;
-
-/// Levels with their own probe counters; deeper levels share the last slot.
-pub(crate) const COUNTED_LEVELS: usize = 8;
-
-/// Filter counters of one level.
-#[derive(Debug, Default)]
-pub(crate) struct LevelCounters {
-    probes: AtomicU64,
-    negatives: AtomicU64,
-    false_positives: AtomicU64,
-}
-
-/// The live counters of a database.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub gets: AtomicU64,
-    pub key_hashes: AtomicU64,
-    pub data_blocks_read: AtomicU64,
-    pub memtable_hits: AtomicU64,
-    pub writes: AtomicU64,
-    pub write_stall_micros: AtomicU64,
-    pub flushes: AtomicU64,
-    pub compactions: AtomicU64,
-    pub compaction_bytes_written: AtomicU64,
-    levels: [LevelCounters; COUNTED_LEVELS],
-}
-
-/// Adds one to a counter.
-pub(crate) fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Adds `n` to a counter.
-pub(crate) fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
-}
-
-impl Counters {
-    /// Counters of `level`.
-    pub(crate) fn level(&self, level: usize) -> &LevelCounters {
-        &self.levels[level.min(COUNTED_LEVELS - 1)]
-    }
-}
-
-impl LevelCounters {
-    /// Records one filter probe and whether the filter answered "no".
-    pub(crate) fn probe(&self, may_contain: bool) {
-        bump(&self.probes);
-        if !may_contain {
-            bump(&self.negatives);
-        }
-    }
-
-    /// Records a "maybe" for a table that turned out not to hold the key.
-    pub(crate) fn false_positive(&self) {
-        bump(&self.false_positives);
-    }
-}
 
 /// What [`Db::stats`](crate::Db::stats) reports: counters since open, and
 /// the shape of the current version.
@@ -158,7 +99,6 @@ impl Stats {
 
 /// Reads the counters and describes `version`.
 pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
-    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let levels: Vec<LevelStats> = version
         .levels
         .iter()
@@ -186,29 +126,31 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
             };
             // Deeper levels share the last counter slot: report it once.
             if index < COUNTED_LEVELS {
-                let c = counters.level(index);
-                stats.filter_probes = load(&c.probes);
-                stats.filter_negatives = load(&c.negatives);
-                stats.filter_false_positives = load(&c.false_positives);
+                stats.filter_probes = counters.total(|s| &s.level(index).probes);
+                stats.filter_negatives = counters.total(|s| &s.level(index).negatives);
+                stats.filter_false_positives = counters.total(|s| &s.level(index).false_positives);
             }
             stats
         })
         .collect();
-    let total =
-        |f: fn(&LevelCounters) -> &AtomicU64| counters.levels.iter().map(|c| load(f(c))).sum();
+    let all_levels = |counter: fn(&Shard, usize) -> &Counter| {
+        (0..COUNTED_LEVELS)
+            .map(|level| counters.total(|s| counter(s, level)))
+            .sum()
+    };
     Stats {
-        gets: load(&counters.gets),
-        key_hashes: load(&counters.key_hashes),
-        filter_probes: total(|c| &c.probes),
-        filter_negatives: total(|c| &c.negatives),
-        filter_false_positives: total(|c| &c.false_positives),
-        data_blocks_read: load(&counters.data_blocks_read),
-        memtable_hits: load(&counters.memtable_hits),
-        writes: load(&counters.writes),
-        write_stall_micros: load(&counters.write_stall_micros),
-        flushes: load(&counters.flushes),
-        compactions: load(&counters.compactions),
-        compaction_bytes_written: load(&counters.compaction_bytes_written),
+        gets: counters.total(|s| &s.gets),
+        key_hashes: counters.total(|s| &s.key_hashes),
+        filter_probes: all_levels(|s, l| &s.level(l).probes),
+        filter_negatives: all_levels(|s, l| &s.level(l).negatives),
+        filter_false_positives: all_levels(|s, l| &s.level(l).false_positives),
+        data_blocks_read: counters.total(|s| &s.data_blocks_read),
+        memtable_hits: counters.total(|s| &s.memtable_hits),
+        writes: counters.total(|s| &s.writes),
+        write_stall_micros: counters.total(|s| &s.write_stall_micros),
+        flushes: counters.total(|s| &s.flushes),
+        compactions: counters.total(|s| &s.compactions),
+        compaction_bytes_written: counters.total(|s| &s.compaction_bytes_written),
         levels,
         indexes: Vec::new(),
         wal_recovery: None,

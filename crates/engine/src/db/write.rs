@@ -12,7 +12,6 @@ use crate::manifest::filenames;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 
-use super::stats::{add, bump};
 use super::{Inner, State, SuperVersion, Writer, lock};
 
 /// While level 0 is over its slowdown threshold, writers sleep 1 ms per
@@ -103,7 +102,7 @@ impl Inner {
         }
         writer.last_seq = seq - 1;
         self.visible_seq.store(writer.last_seq, Ordering::Release);
-        bump(&self.counters.writes);
+        self.counters.with(|c| c.writes.add(1));
         Ok(())
     }
 
@@ -181,7 +180,7 @@ impl Inner {
         if delayed && let Some(started) = started {
             let stalled = started.elapsed().as_micros() as u64;
             if stalled > 0 {
-                add(&self.counters.write_stall_micros, stalled);
+                self.counters.with(|c| c.write_stall_micros.add(stalled));
             }
         }
         Ok(())
@@ -252,10 +251,8 @@ impl Inner {
     fn stall_until(&self, done: impl Fn(&Self) -> bool) -> Result<()> {
         let stall = Instant::now();
         let waited = self.wait_until(|inner, _| done(inner));
-        add(
-            &self.counters.write_stall_micros,
-            stall.elapsed().as_micros() as u64,
-        );
+        let stalled = stall.elapsed().as_micros() as u64;
+        self.counters.with(|c| c.write_stall_micros.add(stalled));
         waited
     }
 }

@@ -23,7 +23,7 @@ impl Inner {
         let version = Arc::clone(&self.current().version);
         let Some((run, table)) = version.levels.iter().find_map(|level| {
             level.runs.iter().find_map(|run| {
-                let missing = run.tables.iter().find(|t| {
+                let missing = run.tables().iter().find(|t| {
                     indexes
                         .iter()
                         .any(|i| matches!(t.table.value_filter(i.id), ValueLeaf::Missing))

@@ -86,7 +86,7 @@ pub(crate) fn measure(
     let mut placed: Vec<(usize, usize, &Arc<LiveTable>)> = Vec::new();
     for (level, runs) in current.version.levels.iter().enumerate() {
         for (run, tables) in runs.runs.iter().enumerate() {
-            for table in &tables.tables {
+            for table in tables.tables() {
                 if !table.table.index().entries.is_empty() {
                     placed.push((level, run, table));
                 }

@@ -86,19 +86,67 @@ pub(crate) struct Run {
     /// Identifies the run in version edits.
     pub id: u64,
     /// Sorted by smallest key, non-overlapping.
-    pub tables: Vec<Arc<LiveTable>>,
+    tables: Vec<Arc<LiveTable>>,
+    /// Per table, the [`fence`]s of its smallest and largest user keys:
+    /// `table_for` searches these, contiguous in memory, instead of
+    /// following a pointer to each table's keys and comparing them (a
+    /// fifth of a missing-key lookup, with 16 tables).
+    fences: Vec<[u64; 2]>,
+}
+
+/// The first 8 bytes of `user_key`, big-endian, zero-padded: ordered as
+/// the keys are, except that keys sharing those bytes tie.
+fn fence(user_key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = user_key.len().min(8);
+    bytes[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(bytes)
 }
 
 impl Run {
+    /// A run of `tables`, sorted by key and disjoint.
+    pub(crate) fn new(id: u64, tables: Vec<Arc<LiveTable>>) -> Self {
+        let fences = tables
+            .iter()
+            .map(|t| [fence(t.smallest_user_key()), fence(t.largest_user_key())])
+            .collect();
+        Self { id, tables, fences }
+    }
+
+    /// The tables, sorted by key.
+    pub(crate) fn tables(&self) -> &[Arc<LiveTable>] {
+        &self.tables
+    }
+
     /// The table whose key range holds `user_key`, if any.
     pub(crate) fn table_for(&self, user_key: &[u8]) -> Option<&Arc<LiveTable>> {
-        let after = self
-            .tables
-            .partition_point(|t| t.largest_user_key() < user_key);
-        self.tables
-            .get(after)
-            .filter(|t| t.smallest_user_key() <= user_key)
+        find_range(&self.tables, &self.fences, user_key, |t| {
+            (t.smallest_user_key(), t.largest_user_key())
+        })
     }
+}
+
+/// The item of `items` (sorted, with disjoint key ranges given by `range`
+/// and summarised by `fences`) whose range holds `key`. Fences settle
+/// every comparison but ties, which the keys themselves decide.
+fn find_range<'a, T>(
+    items: &'a [T],
+    fences: &[[u64; 2]],
+    key: &[u8],
+    range: impl Fn(&T) -> (&[u8], &[u8]),
+) -> Option<&'a T> {
+    let fenced = fence(key);
+    // Ranges whose largest fence is below the key's end before it; among
+    // those with an equal fence, the keys decide.
+    let below = fences.partition_point(|f| f[1] < fenced);
+    let ties = fences.get(below..)?.partition_point(|f| f[1] == fenced);
+    let after = below
+        + items
+            .get(below..below + ties)?
+            .partition_point(|t| range(t).1 < key);
+    let (item, [smallest, _]) = (items.get(after)?, *fences.get(after)?);
+    let starts_before = smallest < fenced || (smallest == fenced && range(item).0 <= key);
+    starts_before.then_some(item)
 }
 
 /// One level: its runs, newest first.
@@ -172,13 +220,7 @@ impl Version {
                     // recovery replays that edit after the run's newer
                     // neighbours.
                     let at = runs.partition_point(|run| run.id > meta.run);
-                    runs.insert(
-                        at,
-                        Run {
-                            id: meta.run,
-                            tables: Vec::new(),
-                        },
-                    );
+                    runs.insert(at, Run::new(meta.run, Vec::new()));
                     &mut runs[at]
                 }
             };
@@ -186,6 +228,10 @@ impl Version {
                 .tables
                 .partition_point(|t| t.smallest_user_key() < table.smallest_user_key());
             run.tables.insert(at, Arc::clone(table));
+        }
+        // Edits moved tables in and out: recompute every run's fences.
+        for run in next.levels.iter_mut().flat_map(|level| &mut level.runs) {
+            *run = Run::new(run.id, std::mem::take(&mut run.tables));
         }
         while next
             .levels
@@ -254,5 +300,57 @@ impl Version {
                 .collect(),
             ..VersionEdit::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Keys over a 2-letter alphabet with long shared heads, so that many
+    /// keys tie on their first 8 bytes, and short keys that pad with zeros.
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a')], 0..4),
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a')], 0..4).prop_map(|tail| [
+                b"aaaaaaaa".as_slice(),
+                &tail
+            ]
+            .concat()),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn find_range_agrees_with_a_linear_search(
+            mut bounds in proptest::collection::btree_set(key(), 0..24),
+            probes in proptest::collection::vec(key(), 1..40),
+        ) {
+            // Consecutive pairs of distinct sorted keys: disjoint ranges,
+            // some of them a single key.
+            let sorted: Vec<Vec<u8>> = std::mem::take(&mut bounds).into_iter().collect();
+            let ranges: Vec<(Vec<u8>, Vec<u8>)> = sorted
+                .chunks(2)
+                .map(|pair| (pair[0].clone(), pair.last().cloned().unwrap_or_default()))
+                .collect();
+            let fences: Vec<[u64; 2]> = ranges.iter().map(|(s, l)| [fence(s), fence(l)]).collect();
+            let all_keys = sorted.iter().chain(&probes);
+            for key in all_keys {
+                let truth = ranges.iter().find(|(s, l)| s <= key && key <= l);
+                let found = find_range(&ranges, &fences, key, |(s, l)| (s.as_slice(), l.as_slice()));
+                prop_assert_eq!(found, truth, "key {:?}", key);
+            }
+        }
+    }
+
+    #[test]
+    fn fences_order_like_keys_and_tie_on_shared_heads() {
+        assert!(fence(b"a") < fence(b"b"));
+        assert!(fence(b"") < fence(b"\0\0\x01"));
+        assert_eq!(fence(b"a"), fence(b"a\0"));
+        assert_eq!(fence(b"abcdefgh1"), fence(b"abcdefgh2"));
+        assert_eq!(fence(b"\xff\xff\xff\xff\xff\xff\xff\xff"), u64::MAX);
     }
 }

@@ -61,7 +61,7 @@ pub(crate) fn probe(
     };
     for (level, tables) in current.version.levels.iter().enumerate() {
         for (run, tables) in tables.runs.iter().enumerate() {
-            for table in &tables.tables {
+            for table in tables.tables() {
                 let id = table.meta.id;
                 let unindexed = state.unindexed.contains(&id);
                 if !unindexed && positive.binary_search(&id).is_err() {
