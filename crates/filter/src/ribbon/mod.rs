@@ -47,6 +47,8 @@ mod static_filter;
 pub use builder::RibbonBuilder;
 pub use static_filter::StaticFilter;
 
+pub(crate) use build::planned_fpr;
+
 use crate::codec::{self, FilterKind, Writer};
 use crate::error::DecodeError;
 use crate::filter::Filter;
