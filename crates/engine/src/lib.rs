@@ -33,6 +33,7 @@ mod compaction;
 mod db;
 mod encoding;
 mod error;
+mod filter_policy;
 pub mod fs;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -52,11 +53,9 @@ mod version;
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
 pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use filter_policy::{BitsPerKey, FilterPolicy};
 pub use key::SeqNo;
-pub use options::{
-    BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WalRecovery,
-    WriteOptions,
-};
+pub use options::{CompactionStyle, Compression, PerLevel, PersistMode, WalRecovery, WriteOptions};
 pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
