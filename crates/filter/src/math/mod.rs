@@ -30,11 +30,12 @@
 //! gives the exact figure for the layout the builder plans.
 //!
 //! Across the levels of an LSM tree, [`monkey_bits_per_key`] spends a memory
-//! budget where it removes the most expected reads (Monkey, SIGMOD 2017).
+//! budget where it removes the most expected reads (Monkey, SIGMOD 2017),
+//! with each level's own [`FprCurve`].
 
 mod monkey;
 
-pub use monkey::monkey_bits_per_key;
+pub use monkey::{FprCurve, monkey_bits_per_key};
 
 use std::f64::consts::LN_2;
 

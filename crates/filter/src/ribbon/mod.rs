@@ -48,6 +48,7 @@ pub use builder::RibbonBuilder;
 pub use static_filter::StaticFilter;
 
 pub(crate) use build::planned_fpr;
+pub(crate) use config::slots_per_key;
 
 use crate::codec::{self, FilterKind, Writer};
 use crate::error::DecodeError;
