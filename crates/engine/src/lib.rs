@@ -3,7 +3,9 @@
 //! An embedded LSM-tree key-value store whose reason to exist is its filter
 //! layer: a cache-line blocked Bloom or Ribbon filter in front of every
 //! table, one hash per lookup shared by every filter it meets, and filter
-//! memory spent per level where it saves the most reads (Monkey).
+//! memory spent per level where it saves the most reads (Monkey, with each
+//! level on the false-positive curve of its own filter kind; see
+//! [`FilterPolicy`]).
 //!
 //! ```no_run
 //! use siftdb::{Db, WriteBatch};
