@@ -3,7 +3,9 @@
 //! An embedded LSM-tree key-value store whose reason to exist is its filter
 //! layer: a cache-line blocked Bloom or Ribbon filter in front of every
 //! table, one hash per lookup shared by every filter it meets, and filter
-//! memory spent per level where it saves the most reads (Monkey).
+//! memory spent per level where it saves the most reads (Monkey, with each
+//! level on the false-positive curve of its own filter kind; see
+//! [`FilterPolicy`]).
 //!
 //! ```no_run
 //! use siftdb::{Db, WriteBatch};
@@ -33,6 +35,7 @@ mod compaction;
 mod db;
 mod encoding;
 mod error;
+mod filter_policy;
 pub mod fs;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -52,11 +55,9 @@ mod version;
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
 pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use filter_policy::{BitsPerKey, FilterPolicy};
 pub use key::SeqNo;
-pub use options::{
-    BitsPerKey, CompactionStyle, Compression, FilterPolicy, PerLevel, PersistMode, WalRecovery,
-    WriteOptions,
-};
+pub use options::{CompactionStyle, Compression, PerLevel, PersistMode, WalRecovery, WriteOptions};
 pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};

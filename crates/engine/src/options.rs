@@ -100,66 +100,6 @@ impl Default for CompactionStyle {
     }
 }
 
-/// How many filter bits each key gets, per level.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum BitsPerKey {
-    /// Fixed bits/key per level (0 means no filter at that level).
-    PerLevel(PerLevel<f64>),
-    /// Monkey's allocation (Dayan, Athanassoulis, Idreos, SIGMOD 2017): the
-    /// memory of `average` bits/key over all keys, spread so that the sum
-    /// of the levels' false-positive rates is smallest, which gives deeper,
-    /// larger levels fewer bits per key. The default, with 10 bits/key.
-    Monkey {
-        /// Average bits per key over the whole database.
-        average: f64,
-    },
-}
-
-/// Which key filters tables get.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FilterPolicy {
-    /// Bits per key at each level (default: Monkey at 10 bits/key).
-    pub bits_per_key: BitsPerKey,
-    /// Levels at or below this one get Ribbon filters (about 30% smaller
-    /// at the same FPR, slower to build), levels above get blocked Bloom.
-    /// `None` means blocked Bloom everywhere. Default: `Some(2)`, so the
-    /// short-lived L0 and L1 tables keep the fast-to-build filter.
-    pub ribbon_from_level: Option<usize>,
-    /// Drops the filter of the last level (RocksDB's
-    /// `optimize_filters_for_hits`): right when lookups are nearly always
-    /// for present keys, which the last level holds anyway. Default `false`.
-    pub optimize_filters_for_hits: bool,
-    /// Tables with more keys than this get a partitioned filter (one filter
-    /// per range of data blocks, found through a small index) instead of a
-    /// single one. Default 1,000,000 keys.
-    pub partition_keys: u64,
-}
-
-impl FilterPolicy {
-    /// Blocked Bloom at `bits_per_key` on every level: the fixed policy the
-    /// comparisons with other engines use.
-    #[must_use]
-    pub fn blocked_bloom(bits_per_key: f64) -> Self {
-        Self {
-            bits_per_key: BitsPerKey::PerLevel(PerLevel::uniform(bits_per_key)),
-            ribbon_from_level: None,
-            ..Self::default()
-        }
-    }
-}
-
-impl Default for FilterPolicy {
-    fn default() -> Self {
-        Self {
-            bits_per_key: BitsPerKey::Monkey { average: 10.0 },
-            ribbon_from_level: Some(2),
-            optimize_filters_for_hits: false,
-            partition_keys: 1_000_000,
-        }
-    }
-}
-
 /// Durability of one write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct WriteOptions {

@@ -67,7 +67,7 @@ fn load(shape: Shape) -> Db {
     let db = Db::builder(Path::new("/db"))
         .file_system(Arc::new(fs))
         .memtable_bytes(64 << 10)
-        .table_target_bytes(24 << 10)
+        .table_target_bytes(20 << 10)
         .compaction_style(CompactionStyle::Leveled {
             l0_trigger: 2,
             size_ratio: 4,

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::filter_policy::FilterPolicy;
 use crate::fs::{FileSystem, StdFs};
-use crate::options::{CompactionStyle, Compression, FilterPolicy, WalRecovery};
+use crate::options::{CompactionStyle, Compression, WalRecovery};
 use crate::value::IndexDef;
 
 use super::Db;
@@ -315,26 +316,7 @@ impl DbBuilder {
                 )?;
             }
         }
-        let policy = &o.filter_policy;
-        let bits_ok = |b: f64| b.is_finite() && (0.0..=64.0).contains(&b);
-        match &policy.bits_per_key {
-            crate::BitsPerKey::PerLevel(per_level) => {
-                check(
-                    per_level.values().iter().all(|&b| bits_ok(b)),
-                    "bits per key must be within 0 ..= 64",
-                )?;
-            }
-            crate::BitsPerKey::Monkey { average } => {
-                check(
-                    bits_ok(*average),
-                    "Monkey average bits per key must be within 0 ..= 64",
-                )?;
-            }
-        }
-        check(
-            policy.partition_keys >= 1,
-            "partition_keys must be at least 1",
-        )?;
+        o.filter_policy.validate()?;
         check(
             o.value_index_order >= 2,
             "value_index_order must be at least 2",

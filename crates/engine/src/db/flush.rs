@@ -10,15 +10,10 @@ use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::Entry;
 use crate::manifest::{TableMeta, VersionEdit, filenames};
-use crate::options::BitsPerKey;
-use crate::sstable::{FilterChoice, FilterKindChoice, Table, TableBuilder, TableOptions};
+use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::version::{LiveTable, Version};
 
 use super::{Inner, SuperVersion, lock};
-
-/// Monkey gives a small level many bits per key; past this the FPR
-/// (about 1e-7 for Bloom) saves nothing measurable and only costs memory.
-const MAX_MONKEY_BITS_PER_KEY: f64 = 32.0;
 
 /// Entries per level once tables holding `incoming` entries join `level`
 /// and the tables `removed` (their level, entries) leave: the shape the
@@ -168,7 +163,7 @@ impl Inner {
         };
         let mut last_user_key: Option<Vec<u8>> = None;
         let mut hash = KeyHash::of(b"");
-        let filter = self.filter_choice(level, projected);
+        let filter = self.options.filter_policy.choose(level, projected);
         let value_indexes: Arc<[_]> = Arc::from(self.indexes.load().as_slice());
         let mut first_id = first_id;
         for (count, entry) in entries.enumerate() {
@@ -265,41 +260,5 @@ impl Inner {
         for id in outputs.metas.iter().map(|m| m.id).chain(unfinished) {
             let _ = self.options.fs.remove(&self.file(&filenames::table(id)));
         }
-    }
-
-    /// The filter a table written to `level` gets, under the policy, for
-    /// the level sizes `projected` (entries per level, this write included).
-    pub(crate) fn filter_choice(&self, level: usize, projected: &[u64]) -> FilterChoice {
-        let policy = &self.options.filter_policy;
-        let deepest = projected
-            .iter()
-            .rposition(|&n| n > 0)
-            .unwrap_or(0)
-            .max(level);
-        if policy.optimize_filters_for_hits && level > 0 && level == deepest {
-            return FilterChoice {
-                kind: FilterKindChoice::None,
-                bits_per_key: 0.0,
-            };
-        }
-        let bits_per_key = match &policy.bits_per_key {
-            BitsPerKey::PerLevel(per_level) => *per_level.get(level),
-            BitsPerKey::Monkey { average } => {
-                let total_bits = average * projected.iter().sum::<u64>() as f64;
-                let bits = sift_filter::math::monkey_bits_per_key(projected, total_bits);
-                bits.get(level)
-                    .copied()
-                    .unwrap_or(0.0)
-                    .min(MAX_MONKEY_BITS_PER_KEY)
-            }
-        };
-        let kind = if bits_per_key <= 0.0 {
-            FilterKindChoice::None
-        } else if policy.ribbon_from_level.is_some_and(|from| level >= from) {
-            FilterKindChoice::Ribbon
-        } else {
-            FilterKindChoice::BlockedBloom
-        };
-        FilterChoice { kind, bits_per_key }
     }
 }

@@ -8,7 +8,7 @@ use sift_filter::{
     BlockedBloomBuilder, Filter, FilterBuilder, KeyHash, RibbonBuilder, StaticFilter,
 };
 
-use super::{FilterChoice, FilterKindChoice};
+use crate::filter_policy::{FilterChoice, FilterKindChoice};
 
 /// Target size of one filter partition: 16 KiB. Partitions exist to bound
 /// the builder's memory (it buffers 16 bytes per key until a filter is

@@ -56,39 +56,9 @@ pub(crate) use trailer::{BlockHandle, read_block};
 
 use std::sync::Arc;
 
-use crate::value::IndexRecord;
-
+use crate::filter_policy::FilterChoice;
 use crate::options::Compression;
-
-/// Which key filter a new table gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FilterKindChoice {
-    /// No filter: every probe answers "maybe".
-    None,
-    /// Cache-line blocked Bloom.
-    BlockedBloom,
-    /// Ribbon (falls back to blocked Bloom when not smaller).
-    Ribbon,
-}
-
-/// A filter kind and its bits per key.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct FilterChoice {
-    /// Kind.
-    pub kind: FilterKindChoice,
-    /// Bits per key; fractional allowed. Zero (or anything not finite and
-    /// positive) means no filter, whatever the kind.
-    pub bits_per_key: f64,
-}
-
-impl FilterChoice {
-    /// Whether this choice builds a filter at all.
-    pub(crate) fn enabled(&self) -> bool {
-        self.kind != FilterKindChoice::None
-            && self.bits_per_key.is_finite()
-            && self.bits_per_key > 0.0
-    }
-}
+use crate::value::IndexRecord;
 
 /// How a table is written.
 #[derive(Debug, Clone)]

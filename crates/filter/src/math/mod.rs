@@ -24,12 +24,18 @@
 //! (balls-into-bins) distribution of its set-bit count `X`;
 //! [`blocked_bloom_fpr_std_dev`] is one filter's spread around it.
 //!
+//! A Ribbon filter of `b` bits/key over `n` keys stores about
+//! `b / (1 + ε)` result bits per slot, `ε` its banding overhead, and a
+//! non-member matches them with probability `2^{-b/(1+ε)}`: [`ribbon_fpr`]
+//! gives the exact figure for the layout the builder plans.
+//!
 //! Across the levels of an LSM tree, [`monkey_bits_per_key`] spends a memory
-//! budget where it removes the most expected reads (Monkey, SIGMOD 2017).
+//! budget where it removes the most expected reads (Monkey, SIGMOD 2017),
+//! with each level's own [`FprCurve`].
 
 mod monkey;
 
-pub use monkey::monkey_bits_per_key;
+pub use monkey::{FprCurve, monkey_bits_per_key};
 
 use std::f64::consts::LN_2;
 
@@ -145,6 +151,18 @@ pub fn blocked_bloom_fpr_std_dev(m: u64, n: u64, k: u32, block_bits: u32) -> f64
     let [mean, square] = block_fpr_moments(m, n, k, block_bits, [1, 2]);
     let blocks = (m as f64 / f64::from(block_bits.max(1))).max(1.0);
     ((square - mean * mean).max(0.0) / blocks).sqrt()
+}
+
+/// Expected FPR of the Ribbon filter that
+/// [`RibbonBuilder::new`](crate::RibbonBuilder::new)`(bits_per_key)` plans
+/// for `n` distinct keys, before any fallback to Bloom: `2^{-c}` averaged
+/// over the blocks of its layout, where `c` is the whole number of result
+/// bits a block stores. Between whole numbers of columns it interpolates
+/// linearly, so it lies up to 6% above `2^{-b/(1+ε)}` (`1.5/√2` at the
+/// midpoint). 1 past the largest Ribbon (2^40 slots), 0 for no keys.
+#[must_use]
+pub fn ribbon_fpr(n: u64, bits_per_key: f64) -> f64 {
+    crate::ribbon::planned_fpr(n, bits_per_key).unwrap_or(1.0)
 }
 
 /// Expected FPR of a partitioned Bloom filter: `m` bits in `k` partitions of
@@ -379,6 +397,19 @@ mod tests {
 
         // A 100-bit filter with 10 keys: k = 7.
         assert_eq!(optimal_probes(100, 10), 7);
+    }
+
+    #[test]
+    fn ribbon_fpr_follows_the_planned_columns() {
+        // 1,000,000 keys take 1.047 slots each: 7.33 bits/key buy 7 result
+        // bits per slot, 2^-7, and fractional columns mix 2^-7 and 2^-6.
+        let n = 1_000_000;
+        let p = ribbon_fpr(n, 7.0 * 1.047);
+        assert!((p * 128.0 - 1.0).abs() < 0.01, "{p}");
+        let half = ribbon_fpr(n, 6.5 * 1.047);
+        assert!((half * 128.0 - 1.5).abs() < 0.02, "{half}");
+        assert_eq!(ribbon_fpr(0, 8.0), 0.0);
+        assert_eq!(ribbon_fpr(n, 0.0), 1.0);
     }
 
     #[test]

@@ -17,6 +17,15 @@ pub(super) enum Sizing {
     Fpr(f64),
 }
 
+/// The expected FPR of the Ribbon that [`RibbonBuilder::new`] plans for `n`
+/// keys at `bits_per_key` (before any fallback to Bloom), or `None` past
+/// the largest Ribbon.
+///
+/// [`RibbonBuilder::new`]: super::RibbonBuilder::new
+pub(crate) fn planned_fpr(n: u64, bits_per_key: f64) -> Option<f64> {
+    Plan::new(n, Sizing::BitsPerKey(bits_per_key)).map(|plan| plan.fpr())
+}
+
 /// A Ribbon's shape for a key count, known before any banding: what it
 /// would cost and how accurate it would be.
 #[derive(Clone, Copy, Debug, PartialEq)]

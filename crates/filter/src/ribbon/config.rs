@@ -68,6 +68,16 @@ fn factor(slots: f64) -> f64 {
     point(i) + (point(i + 1) - point(i)) * t
 }
 
+/// `slots / keys` for `n` keys, `1 + ε` with ε the space overhead of
+/// banding, before rounding up to whole blocks: 1.027 at 16,384 keys,
+/// 1.047 at 1,000,000.
+pub(crate) fn slots_per_key(n: u64) -> f64 {
+    // The factor depends on the slot count it determines; one refinement
+    // from `n` itself is exact to far below a block.
+    let keys = n as f64;
+    factor(keys * factor(keys))
+}
+
 /// Slots for `n` keys: a multiple of 128 (at least one block) such that
 /// banding fails with probability about 5% per seed, or `None` past
 /// [`MAX_SLOTS`]. Zero for no keys.
@@ -75,10 +85,7 @@ pub(super) fn num_slots(n: u64) -> Option<u64> {
     if n == 0 {
         return Some(0);
     }
-    // The factor depends on the slot count it determines; one refinement
-    // from `n` itself is exact to far below a block.
-    let keys = n as f64;
-    let slots = keys * factor(keys * factor(keys));
+    let slots = n as f64 * slots_per_key(n);
     let blocks = (slots / super::layout::WIDTH as f64).ceil().max(1.0) as u64;
     let slots = blocks.checked_mul(super::layout::WIDTH)?;
     (slots <= MAX_SLOTS).then_some(slots)
@@ -110,5 +117,15 @@ mod tests {
         assert_eq!(m % 128, 0);
         assert!((1.046..1.048).contains(&(m as f64 / 1e6)), "{m}");
         assert_eq!(num_slots(u64::MAX), None);
+    }
+
+    #[test]
+    fn overhead_before_rounding() {
+        assert!((slots_per_key(16_384) - 1.027).abs() < 1e-3);
+        assert!((slots_per_key(1_000_000) - 1.047).abs() < 1e-3);
+        // Whole blocks only add to it.
+        let n = 1_000_000;
+        let rounded = num_slots(n).unwrap() as f64 / n as f64;
+        assert!((0.0..128.0 / n as f64).contains(&(rounded - slots_per_key(n))));
     }
 }

@@ -47,6 +47,9 @@ mod static_filter;
 pub use builder::RibbonBuilder;
 pub use static_filter::StaticFilter;
 
+pub(crate) use build::planned_fpr;
+pub(crate) use config::slots_per_key;
+
 use crate::codec::{self, FilterKind, Writer};
 use crate::error::DecodeError;
 use crate::filter::Filter;

@@ -8,10 +8,11 @@ use sift_filter::KeyHash;
 
 use super::{bloom, numbered, open, options, write};
 use crate::error::Error;
+use crate::filter_policy::{FilterChoice, FilterKindChoice};
 use crate::fs::FaultInjectionFs;
 use crate::key::Entry;
 use crate::options::Compression;
-use crate::sstable::{FilterChoice, FilterKindChoice, TableFile, footer};
+use crate::sstable::{TableFile, footer};
 
 /// What reading every key of a damaged table gives: each lookup either
 /// finds the right entry or reports corruption in this file.

@@ -11,6 +11,7 @@ use sift_filter::KeyHash;
 
 use super::*;
 use crate::error::Error;
+use crate::filter_policy::{FilterChoice, FilterKindChoice};
 
 mod damage;
 mod values;
