@@ -87,6 +87,8 @@ pub(crate) struct Run {
     pub id: u64,
     /// Sorted by smallest key, non-overlapping.
     tables: Vec<Arc<LiveTable>>,
+    /// The bytes every table's keys begin with (possibly none).
+    prefix: Box<[u8]>,
     /// Per table, the [`fence`]s of its smallest and largest user keys:
     /// `table_for` searches these, contiguous in memory, instead of
     /// following a pointer to each table's keys and comparing them (a
@@ -94,23 +96,52 @@ pub(crate) struct Run {
     fences: Vec<[u64; 2]>,
 }
 
-/// The first 8 bytes of `user_key`, big-endian, zero-padded: ordered as
-/// the keys are, except that keys sharing those bytes tie.
-fn fence(user_key: &[u8]) -> u64 {
+/// An order-preserving summary of `key` among keys that begin with
+/// `prefix`: the 8 bytes after the prefix, big-endian and zero-padded. Keys
+/// that do not begin with it sort before or after all that do, and map to
+/// 0 or `u64::MAX`. So `a <= b` implies `fence(a) <= fence(b)`, and unequal
+/// fences order their keys; equal fences say nothing.
+fn fence(prefix: &[u8], key: &[u8]) -> u64 {
+    let Some(rest) = key.strip_prefix(prefix) else {
+        return if key < prefix { 0 } else { u64::MAX };
+    };
     let mut bytes = [0u8; 8];
-    let n = user_key.len().min(8);
-    bytes[..n].copy_from_slice(&user_key[..n]);
+    let n = rest.len().min(8);
+    bytes[..n].copy_from_slice(&rest[..n]);
     u64::from_be_bytes(bytes)
+}
+
+/// The longest prefix of both `a` and `b`.
+fn common_prefix<'a>(a: &'a [u8], b: &[u8]) -> &'a [u8] {
+    let len = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    &a[..len]
 }
 
 impl Run {
     /// A run of `tables`, sorted by key and disjoint.
     pub(crate) fn new(id: u64, tables: Vec<Arc<LiveTable>>) -> Self {
+        // Sorted: the first and last keys share what every key shares.
+        let prefix: Box<[u8]> = match (tables.first(), tables.last()) {
+            (Some(first), Some(last)) => {
+                common_prefix(first.smallest_user_key(), last.largest_user_key()).into()
+            }
+            _ => Box::default(),
+        };
         let fences = tables
             .iter()
-            .map(|t| [fence(t.smallest_user_key()), fence(t.largest_user_key())])
+            .map(|t| {
+                [
+                    fence(&prefix, t.smallest_user_key()),
+                    fence(&prefix, t.largest_user_key()),
+                ]
+            })
             .collect();
-        Self { id, tables, fences }
+        Self {
+            id,
+            tables,
+            prefix,
+            fences,
+        }
     }
 
     /// The tables, sorted by key.
@@ -120,26 +151,30 @@ impl Run {
 
     /// The table whose key range holds `user_key`, if any.
     pub(crate) fn table_for(&self, user_key: &[u8]) -> Option<&Arc<LiveTable>> {
-        find_range(&self.tables, &self.fences, user_key, |t| {
+        find_range(&self.tables, &self.prefix, &self.fences, user_key, |t| {
             (t.smallest_user_key(), t.largest_user_key())
         })
     }
 }
 
 /// The item of `items` (sorted, with disjoint key ranges given by `range`
-/// and summarised by `fences`) whose range holds `key`. Fences settle
-/// every comparison but ties, which the keys themselves decide.
+/// and summarised by `fences` after `prefix`) whose range holds `key`.
+/// Fences settle every comparison but ties, which the keys decide.
 fn find_range<'a, T>(
     items: &'a [T],
+    prefix: &[u8],
     fences: &[[u64; 2]],
     key: &[u8],
     range: impl Fn(&T) -> (&[u8], &[u8]),
 ) -> Option<&'a T> {
-    let fenced = fence(key);
+    let fenced = fence(prefix, key);
     // Ranges whose largest fence is below the key's end before it; among
-    // those with an equal fence, the keys decide.
+    // those with an equal fence (rarely any), the keys decide.
     let below = fences.partition_point(|f| f[1] < fenced);
-    let ties = fences.get(below..)?.partition_point(|f| f[1] == fenced);
+    let ties = match fences.get(below) {
+        Some(f) if f[1] == fenced => fences.get(below..)?.partition_point(|f| f[1] == fenced),
+        _ => 0,
+    };
     let after = below
         + items
             .get(below..below + ties)?
@@ -335,11 +370,18 @@ mod tests {
                 .chunks(2)
                 .map(|pair| (pair[0].clone(), pair.last().cloned().unwrap_or_default()))
                 .collect();
-            let fences: Vec<[u64; 2]> = ranges.iter().map(|(s, l)| [fence(s), fence(l)]).collect();
+            let prefix = match (ranges.first(), ranges.last()) {
+                (Some(first), Some(last)) => common_prefix(&first.0, &last.1).to_vec(),
+                _ => Vec::new(),
+            };
+            let fences: Vec<[u64; 2]> =
+                ranges.iter().map(|(s, l)| [fence(&prefix, s), fence(&prefix, l)]).collect();
             let all_keys = sorted.iter().chain(&probes);
             for key in all_keys {
                 let truth = ranges.iter().find(|(s, l)| s <= key && key <= l);
-                let found = find_range(&ranges, &fences, key, |(s, l)| (s.as_slice(), l.as_slice()));
+                let found = find_range(&ranges, &prefix, &fences, key, |(s, l)| {
+                    (s.as_slice(), l.as_slice())
+                });
                 prop_assert_eq!(found, truth, "key {:?}", key);
             }
         }
@@ -347,10 +389,21 @@ mod tests {
 
     #[test]
     fn fences_order_like_keys_and_tie_on_shared_heads() {
+        let fence = |key: &[u8]| fence(b"", key);
         assert!(fence(b"a") < fence(b"b"));
         assert!(fence(b"") < fence(b"\0\0\x01"));
         assert_eq!(fence(b"a"), fence(b"a\0"));
         assert_eq!(fence(b"abcdefgh1"), fence(b"abcdefgh2"));
         assert_eq!(fence(b"\xff\xff\xff\xff\xff\xff\xff\xff"), u64::MAX);
+    }
+
+    #[test]
+    fn fences_read_past_the_common_prefix() {
+        let fence = |key: &[u8]| fence(b"user:", key);
+        assert!(fence(b"user:12345678a") < fence(b"user:12345679"));
+        assert_eq!(fence(b"user"), 0, "before every key with the prefix");
+        assert_eq!(fence(b"usera"), u64::MAX, "after every key with the prefix");
+        assert_eq!(fence(b"user:"), 0);
+        assert_eq!(common_prefix(b"user:1", b"user:2"), b"user:");
     }
 }
