@@ -35,6 +35,7 @@ mod compaction;
 mod db;
 mod encoding;
 mod error;
+mod fence;
 mod filter_policy;
 pub mod fs;
 #[cfg(feature = "fuzzing")]

@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
+use crate::fence::Fences;
 use crate::key::{ParsedKey, TRAILER_LEN, cmp_internal, user_key_of};
 
 /// Longest key the index decoder accepts: the engine's key limit (64 KiB)
@@ -24,34 +25,14 @@ pub(crate) struct IndexEntry {
     pub handle: BlockHandle,
 }
 
-/// The decoded index: one entry per data block, in key order.
-///
-/// Searches first compare an 8-byte integer per entry: the user-key bytes
-/// that follow the prefix every entry shares, held in one array. Binary
-/// search over separate heap keys costs a cache miss and a `memcmp` call per
-/// step; over the array it touches a few cache lines, and full keys are
-/// compared only among entries whose 8 bytes tie with the target's.
+/// The decoded index: one entry per data block, in key order, searched
+/// through the [`Fences`] of its user keys.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     /// Entries in strictly ascending `last_key` order.
     pub entries: Vec<IndexEntry>,
-    /// The longest prefix shared by every entry's user key.
-    shared: Box<[u8]>,
-    /// Per entry: [`probe`] of its user key after `shared`.
-    probes: Vec<u64>,
-}
-
-/// Up to 8 bytes of `key` from `from` on, big-endian, zero-padded: if
-/// `probe(a) < probe(b)` then `a < b` (a key that ends early pads with
-/// zeros and is a prefix of the other, hence smaller), so integer order
-/// decides whenever the probes differ.
-fn probe(key: &[u8], from: usize) -> u64 {
-    let mut raw = [0u8; 8];
-    let tail = key.get(from..).unwrap_or_default();
-    for (to, &byte) in raw.iter_mut().zip(tail) {
-        *to = byte;
-    }
-    u64::from_be_bytes(raw)
+    /// Per entry, the fence of its user key.
+    fences: Fences,
 }
 
 impl Index {
@@ -117,35 +98,23 @@ impl Index {
 
     /// An index over `entries` (in strictly ascending key order).
     pub(crate) fn new(entries: Vec<IndexEntry>) -> Self {
-        // Keys are sorted, so what the first and last share, all share.
-        let shared: Box<[u8]> = match (entries.first(), entries.last()) {
-            (Some(first), Some(last)) => {
-                let (a, b) = (user_key_of(&first.last_key), user_key_of(&last.last_key));
-                a.iter()
-                    .zip(b)
-                    .take_while(|(x, y)| x == y)
-                    .map(|(&x, _)| x)
-                    .collect()
-            }
-            _ => Box::default(),
-        };
-        let probes = entries
-            .iter()
-            .map(|e| probe(user_key_of(&e.last_key), shared.len()))
-            .collect();
-        Self {
-            entries,
-            shared,
-            probes,
+        fn user(entry: &IndexEntry) -> &[u8] {
+            user_key_of(&entry.last_key)
         }
+        let (low, high) = (entries.first().map(user), entries.last().map(user));
+        let fences = Fences::new(
+            low.unwrap_or_default(),
+            high.unwrap_or_default(),
+            entries.iter().map(user),
+        );
+        Self { entries, fences }
     }
 
     /// Index of the first block whose last key is `>= key`: the only block
     /// that can hold the first entry `>= key`. `len()` if none.
     pub(crate) fn find(&self, key: &[u8]) -> usize {
-        // `lo..hi` is always within the entries (both bounds come from
-        // partition points over `entries` or `probes`, which have one
-        // element per entry); `get` keeps that an invariant, not a panic.
+        // `lo..hi` is always within the entries (fences have one element
+        // per entry); `get` keeps that an invariant, not a panic.
         let full = |lo: usize, hi: usize| {
             lo + self
                 .entries
@@ -156,27 +125,10 @@ impl Index {
         if key.len() < TRAILER_LEN {
             return full(0, self.entries.len());
         }
-        let user = user_key_of(key);
-        // The user key cut to the shared prefix's length, and the shared
-        // prefix cut to the user key's.
-        let head = user.get(..self.shared.len()).unwrap_or(user);
-        let shared = self.shared.get(..head.len()).unwrap_or_default();
-        match head.cmp(shared) {
-            Ordering::Less => return 0,
-            Ordering::Greater => return self.entries.len(),
-            // A user key that is a proper prefix of the shared prefix sorts
-            // before every entry.
-            Ordering::Equal if head.len() < self.shared.len() => return 0,
-            Ordering::Equal => {}
-        }
-        let target = probe(user, self.shared.len());
-        let lo = self.probes.partition_point(|&p| p < target);
-        let ties = self
-            .probes
-            .get(lo..)
-            .unwrap_or_default()
-            .partition_point(|&p| p == target);
-        full(lo, lo + ties)
+        // Entries before the ties hold smaller user keys, hence smaller
+        // internal keys; entries after them larger ones.
+        let ties = self.fences.ties(self.fences.of(user_key_of(key)));
+        full(ties.start, ties.end)
     }
 }
 
