@@ -45,6 +45,9 @@ fn keys_and_values_over_their_limits_are_refused_and_nothing_is_written() {
     assert!(is_invalid(db.insert(b"k", &long_value)));
     assert!(is_invalid(db.remove(&long_key)));
     assert!(is_invalid(db.get(&long_key)));
+    assert!(is_invalid(
+        db.multi_get(&[b"fine".to_vec(), long_key.clone()])
+    ));
     let mut batch = WriteBatch::new();
     batch.insert(b"fine", b"v");
     batch.insert(b"k", &long_value);

@@ -23,6 +23,7 @@ enum Op {
     Remove(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
+    MultiGet(Vec<Vec<u8>>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>, bool),
     Prefix(Vec<u8>, bool),
     TakeSnapshot,
@@ -65,6 +66,7 @@ fn op() -> impl Strategy<Value = Op> {
         8 => key().prop_map(Op::Remove),
         5 => proptest::collection::vec((key(), proptest::option::of(value())), 0..8).prop_map(Op::Batch),
         10 => key().prop_map(Op::Get),
+        4 => proptest::collection::vec(key(), 0..40).prop_map(Op::MultiGet),
         4 => (bound(), bound(), any::<bool>()).prop_map(|(lo, hi, rev)| Op::Range(lo, hi, rev)),
         2 => (proptest::collection::vec(any::<u8>(), 0..2), any::<bool>()).prop_map(|(p, rev)| Op::Prefix(p, rev)),
         2 => Just(Op::TakeSnapshot),
@@ -168,6 +170,10 @@ fn run(ops: Vec<Op>, style: CompactionStyle, background: bool) {
             Op::Get(k) => {
                 assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "get {k:?}");
                 assert_eq!(db.contains_key(&k).unwrap(), model.contains_key(&k));
+            }
+            Op::MultiGet(keys) => {
+                let expected: Vec<_> = keys.iter().map(|k| model.get(k).cloned()).collect();
+                assert_eq!(db.multi_get(&keys).unwrap(), expected, "multi_get {keys:?}");
             }
             Op::Range(lo, hi, rev) => {
                 let got = collect(db.range::<Vec<u8>, _>((lo.clone(), hi.clone())), rev);

@@ -16,6 +16,13 @@ pub trait Filter {
     /// `false` only if `hash` was certainly never added.
     fn may_contain(&self, hash: KeyHash) -> bool;
 
+    /// Starts loading the memory a [`may_contain`](Self::may_contain) of
+    /// `hash` will read, so that a batch of queries can overlap their cache
+    /// misses: prefetch every filter, then query. A hint; by default none.
+    fn prefetch(&self, hash: KeyHash) {
+        let _ = hash;
+    }
+
     /// Bytes of filter data held in memory (bit arrays, slots, solutions),
     /// excluding the fixed-size struct and the encoding envelope.
     fn size_bytes(&self) -> usize;

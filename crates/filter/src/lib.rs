@@ -35,6 +35,7 @@ mod error;
 mod filter;
 mod hash;
 mod partitioned;
+mod prefetch;
 mod probe;
 mod ribbon;
 mod scalable;

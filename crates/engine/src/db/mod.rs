@@ -250,6 +250,19 @@ impl Db {
         self.inner.get_latest(key.as_ref())
     }
 
+    /// The values of `keys`, in order, as of one moment: each is what
+    /// [`Db::get`] would return, but all are read at the same sequence
+    /// number, and the batch shares its work as RocksDB's `MultiGet` does
+    /// (one pinned version, the filter lines of all keys loaded together,
+    /// each data block read once).
+    ///
+    /// # Errors
+    /// As [`Db::get`], for any of the keys.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.inner.multi_get_latest(&keys)
+    }
+
     /// Whether `key` is present.
     ///
     /// # Errors

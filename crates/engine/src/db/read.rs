@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, VisibleIter};
 use crate::key::{Entry, SeqNo, ValueKind};
 use crate::sstable::{SharedBounds, TableIter};
-use crate::version::Version;
+use crate::version::{LiveTable, Version};
 
 use super::counters::Shard;
 use super::{Inner, SuperVersion};
@@ -91,6 +91,124 @@ impl Inner {
             found
         })?;
         Ok(found.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
+    }
+
+    /// The newest values of `keys`, all read at one sequence number, as
+    /// RocksDB's MultiGet does: each key is hashed once; run by run, every
+    /// remaining key finds its table and prefetches its filter line before
+    /// any filter is probed, so the cache misses overlap; the survivors are
+    /// looked up in key order, reading each data block once.
+    pub(crate) fn multi_get_latest(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if let Some(long) = keys.iter().find(|k| k.len() > MAX_KEY_LEN) {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes is over the limit of {MAX_KEY_LEN}",
+                long.len()
+            )));
+        }
+        let current = self.pin();
+        let seq = self.visible_seq();
+        let mut found: Vec<Option<(ValueKind, Vec<u8>)>> = vec![None; keys.len()];
+        self.counters.with(|counters| {
+            counters.gets.add(keys.len() as u64);
+            // Keys the memtables do not settle, with their hashes.
+            let mut pending: Vec<(usize, KeyHash)> = Vec::with_capacity(keys.len());
+            for (i, key) in keys.iter().enumerate() {
+                let memtables = std::iter::once(&current.active).chain(&current.immutables);
+                match memtables.into_iter().find_map(|m| m.lookup(key, seq)) {
+                    Some(value) => {
+                        counters.memtable_hits.add(1);
+                        found[i] = value.map(|v| (ValueKind::Value, v));
+                    }
+                    None => pending.push((i, KeyHash::of(key))),
+                }
+            }
+            counters.key_hashes.add(pending.len() as u64);
+            let mut blocks_read = 0;
+            let result = Self::multi_get_from_tables(
+                &current,
+                keys,
+                seq,
+                &mut pending,
+                &mut found,
+                counters,
+                &mut blocks_read,
+            );
+            counters.data_blocks_read.add(blocks_read);
+            result
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|f| f.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
+            .collect())
+    }
+
+    /// The table part of [`Inner::multi_get_latest`]: settles what it finds
+    /// of `pending` into `found`, run by run, newest first.
+    fn multi_get_from_tables(
+        current: &SuperVersion,
+        keys: &[&[u8]],
+        seq: SeqNo,
+        pending: &mut Vec<(usize, KeyHash)>,
+        found: &mut [Option<(ValueKind, Vec<u8>)>],
+        counters: &Shard,
+        blocks_read: &mut u64,
+    ) -> Result<()> {
+        let mut scratch = Vec::new();
+        // (pending position, table) of the keys a run may hold.
+        let mut probes: Vec<(usize, &Arc<LiveTable>)> = Vec::with_capacity(pending.len());
+        let mut settled = vec![false; pending.len()];
+        for (level, tables) in current.version.levels.iter().enumerate() {
+            let counters = counters.level(level);
+            for run in &tables.runs {
+                probes.clear();
+                for (p, &(i, hash)) in pending.iter().enumerate() {
+                    if let Some(table) = run.table_for(keys[i])
+                        && table.meta.min_seq <= seq
+                    {
+                        table.table.prefetch_filter(keys[i], hash);
+                        probes.push((p, table));
+                    }
+                }
+                probes.retain(|&(p, table)| {
+                    let (i, hash) = pending[p];
+                    let may_contain = table.table.may_contain_in_range(keys[i], hash);
+                    counters.probes.add(1);
+                    counters.negatives.add(u64::from(!may_contain));
+                    may_contain
+                });
+                // In key order, so keys of one block follow each other.
+                probes.sort_unstable_by_key(|&(p, table)| (table.meta.id, keys[pending[p].0]));
+                let mut last = None;
+                let mut last_table = None;
+                for &(p, table) in &probes {
+                    if last_table != Some(table.meta.id) {
+                        (last, last_table) = (None, Some(table.meta.id));
+                    }
+                    let i = pending[p].0;
+                    let hit = table.table.lookup_reusing(
+                        keys[i],
+                        seq,
+                        &mut last,
+                        blocks_read,
+                        &mut scratch,
+                    )?;
+                    match hit {
+                        Some(hit) => {
+                            found[i] = Some(hit);
+                            settled[p] = true;
+                        }
+                        None => counters.false_positives.add(1),
+                    }
+                }
+                if probes.iter().any(|&(p, _)| settled[p]) {
+                    let mut flags = settled.iter();
+                    pending.retain(|_| !flags.next().is_some_and(|&s| s));
+                    settled.clear();
+                    settled.resize(pending.len(), false);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn get_from_tables(

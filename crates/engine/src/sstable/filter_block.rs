@@ -140,6 +140,21 @@ impl KeyFilter {
         }
     }
 
+    /// Starts loading the filter line [`FilterBlock::may_contain`] will
+    /// read for `hash` (a hint, for batched lookups).
+    pub(crate) fn prefetch(&self, user_key: &[u8], hash: KeyHash) {
+        match &self.loaded {
+            Loaded::None | Loaded::Unreadable => {}
+            Loaded::Whole(filter) => filter.prefetch(hash),
+            Loaded::Partitioned { last_keys, filters } => {
+                let at = last_keys.partition_point(|k| &**k < user_key);
+                if let Some(Some(filter)) = filters.get(at) {
+                    filter.prefetch(hash);
+                }
+            }
+        }
+    }
+
     /// The first damage found, as the error `verify` reports.
     pub(crate) fn problem(&self, path: &Path) -> Option<Error> {
         self.problem.as_ref().map(|(offset, detail)| {

@@ -184,6 +184,11 @@ impl Table {
         self.properties.entries != 0 && self.filter.may_contain(user_key, hash)
     }
 
+    /// Starts loading what [`Table::may_contain_in_range`] will read.
+    pub(crate) fn prefetch_filter(&self, user_key: &[u8], hash: KeyHash) {
+        self.filter.prefetch(user_key, hash);
+    }
+
     /// Newest version of `user_key` at or below `seq` (tombstones
     /// included); adds data blocks read to `blocks_read`.
     #[cfg_attr(not(test), expect(dead_code, reason = "the read path uses `lookup`"))]
@@ -220,6 +225,21 @@ impl Table {
         blocks_read: &mut u64,
         key: &mut Vec<u8>,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        self.lookup_reusing(user_key, seq, &mut None, blocks_read, key)
+    }
+
+    /// [`Table::lookup`] that reads no block twice in a row: `last` holds
+    /// the block the previous lookup in this table read (if any), is used
+    /// when `user_key` falls in the same block, and is left holding the
+    /// block this lookup read. A batch of sorted keys reads each block once.
+    pub(crate) fn lookup_reusing(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        last: &mut Option<(usize, Arc<Block>)>,
+        blocks_read: &mut u64,
+        key: &mut Vec<u8>,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let len = user_key.len() + TRAILER_LEN;
         let trailer = (seq.min(MAX_SEQNO) << 8 | ValueKind::MAX as u64).to_le_bytes();
         let mut stack = [0u8; STACK_KEY];
@@ -240,8 +260,28 @@ impl Table {
         if at >= self.index.entries.len() {
             return Ok(None);
         }
-        let block = self.data_block(at)?;
-        *blocks_read += 1;
+        let block = match last.take() {
+            Some((cached, block)) if cached == at => block,
+            _ => {
+                *blocks_read += 1;
+                self.data_block(at)?
+            }
+        };
+        let found = self.seek_in(&block, at, search, user_key, key);
+        *last = Some((at, block));
+        found
+    }
+
+    /// The newest version of `user_key` in data block `at`, found by
+    /// seeking `search` (its internal key at the reader's sequence number).
+    fn seek_in(
+        &self,
+        block: &Block,
+        at: usize,
+        search: &[u8],
+        user_key: &[u8],
+        key: &mut Vec<u8>,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let found = block
             .seek(search, key)
             .map_err(|c| c.in_file(&self.path, self.block_offset(at)))?;

@@ -221,6 +221,14 @@ impl Filter for BlockedBloom {
         }
     }
 
+    /// The key's block: the one line a query reads.
+    #[inline]
+    fn prefetch(&self, hash: KeyHash) {
+        if let Some(block) = self.blocks.get(self.block_index(hash)) {
+            crate::prefetch::line(block);
+        }
+    }
+
     fn size_bytes(&self) -> usize {
         self.blocks.len() * BLOCK_BYTES
     }

@@ -127,6 +127,17 @@ impl Filter for Ribbon {
         solution::satisfies(&self.words, &self.layout, self.hasher.equation(hash))
     }
 
+    /// The first line of the start's block; the query reads on from there,
+    /// which the hardware prefetcher follows.
+    #[inline]
+    fn prefetch(&self, hash: KeyHash) {
+        let block = self.hasher.start(hash) / layout::WIDTH;
+        let word = 2 * self.layout.first_segment(block);
+        if let Some(first) = usize::try_from(word).ok().and_then(|w| self.words.get(w)) {
+            crate::prefetch::line(first);
+        }
+    }
+
     fn size_bytes(&self) -> usize {
         self.words.len() * 8
     }

@@ -51,6 +51,14 @@ impl Filter for StaticFilter {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, hash: KeyHash) {
+        match self {
+            Self::Ribbon(f) => f.prefetch(hash),
+            Self::Bloom(f) => f.prefetch(hash),
+        }
+    }
+
     fn size_bytes(&self) -> usize {
         self.inner().size_bytes()
     }
