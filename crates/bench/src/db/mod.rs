@@ -10,7 +10,9 @@
 //! 1. `fillrandom`: every key once, in random order; then flush and wait
 //!    until no flush or compaction runs. That is the **loaded** shape: many
 //!    tables in several levels, level 0 below its compaction trigger.
-//! 2. `readrandom`, `readmissing`, `seekrandom`, `readwhilewriting` on it.
+//! 2. `readrandom`, `readmissing`, `seekrandom`, `readwhilewriting` on it,
+//!    each at every `--threads` count, in an order rotated by one per
+//!    repetition (see [`threads`]).
 //! 3. Full compaction: the **compacted** shape, the same four reads again.
 //! 4. `fillseq` into a second fresh directory.
 //!
@@ -26,6 +28,7 @@ mod report;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 mod sift;
+mod threads;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -47,6 +50,19 @@ pub struct Args {
     /// Operations of each read workload.
     #[arg(long, default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(1..))]
     reads: u64,
+
+    /// Reader threads of each read workload, or a comma-separated list of
+    /// counts (e.g. 1,2,4): every read workload then runs at each count and
+    /// the table ends with a scaling summary. Each thread does `--reads`
+    /// operations on its own slice of the key stream; readwhilewriting adds
+    /// its one writer. The fills always run on one thread.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    threads: Vec<usize>,
 
     /// Repetitions; each runs every engine once, in rotated order.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
@@ -112,9 +128,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         cache_bytes: args.cache_mib << 20,
         bits_per_key: args.bits_per_key,
     };
+    let mut thread_counts = args.threads.clone();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
+    if thread_counts.is_empty() {
+        bail!("--threads needs at least one count");
+    }
     let n = usize::try_from(args.num).context("num does not fit in memory")?;
     eprintln!(
-        "sift-bench db: num = {n}, reads = {}, reps = {}, memtable = {} MiB, tables = {} MiB, cache = {} MiB, {} bits/key",
+        "sift-bench db: num = {n}, reads = {} per thread, threads = {thread_counts:?}, reps = {}, memtable = {} MiB, tables = {} MiB, cache = {} MiB, {} bits/key",
         args.reads, args.reps, args.memtable_mib, args.table_mib, args.cache_mib, args.bits_per_key
     );
     eprintln!("machine: {}", crate::filters::report::machine());
@@ -131,18 +153,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         missing: args.num,
     };
 
-    let mut samples: BTreeMap<(String, Workload, Shape), Vec<Sample>> = BTreeMap::new();
+    let mut samples: BTreeMap<(String, Workload, Shape, usize), Vec<Sample>> = BTreeMap::new();
     for rep in 0..args.reps {
         let mut order = args.engines.clone();
         let shift = rep as usize % order.len().max(1);
         order.rotate_left(shift);
+        let mut threads = thread_counts.clone();
+        threads.rotate_left(rep as usize % thread_counts.len());
         for name in &order {
             eprintln!("rep {}/{}: {name}", rep + 1, args.reps);
-            for (workload, shape, sample) in
-                run_engine(name, args, &settings, &keys, &present, &sorted)?
+            for (workload, shape, threads, sample) in
+                run_engine(name, args, &settings, &keys, &present, &sorted, &threads)?
             {
                 samples
-                    .entry((name.clone(), workload, shape))
+                    .entry((name.clone(), workload, shape, threads))
                     .or_default()
                     .push(sample);
             }
@@ -150,12 +174,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let rows: Vec<Row> = samples
         .iter()
-        .map(|((engine, workload, shape), s)| Row::summarize(engine, *workload, *shape, s))
+        .map(|((engine, workload, shape, threads), s)| {
+            Row::summarize(engine, *workload, *shape, *threads, s)
+        })
         .collect();
     crate::filters::report::emit(args.json, &rows, Row::json, report::table)
 }
 
-/// One engine's whole sequence (see the module docs).
+/// One engine's whole sequence (see the module docs), each read workload at
+/// each count of `threads` in that order; the fills run on one thread.
 fn run_engine(
     name: &str,
     args: &Args,
@@ -163,7 +190,8 @@ fn run_engine(
     keys: &Keys,
     present: &[keys::Key],
     sorted: &[keys::Key],
-) -> anyhow::Result<Vec<(Workload, Shape, Sample)>> {
+    threads: &[usize],
+) -> anyhow::Result<Vec<(Workload, Shape, usize, Sample)>> {
     let mut out = Vec::new();
     let dir = args.dir.create()?;
     {
@@ -172,6 +200,7 @@ fn run_engine(
         out.push((
             Workload::FillRandom,
             Shape::Load,
+            1,
             Sample::of(&fill, engine.as_ref(), dir.path(), false),
         ));
         engine.settle()?;
@@ -188,17 +217,24 @@ fn run_engine(
                 args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name())
             });
             for workload in selected {
-                eprintln!("  {} ({})", workload.name(), shape.name());
-                let sample = read(
-                    name,
-                    engine.as_ref(),
-                    dir.path(),
-                    workload,
-                    args,
-                    settings,
-                    keys,
-                )?;
-                out.push((workload, shape, sample));
+                for &threads in threads {
+                    eprintln!(
+                        "  {} ({}, {threads} thread{})",
+                        workload.name(),
+                        shape.name(),
+                        if threads == 1 { "" } else { "s" }
+                    );
+                    let sample = read(
+                        name,
+                        engine.as_ref(),
+                        dir.path(),
+                        (workload, threads),
+                        args,
+                        settings,
+                        keys,
+                    )?;
+                    out.push((workload, shape, threads, sample));
+                }
             }
         }
     }
@@ -208,14 +244,17 @@ fn run_engine(
     out.push((
         Workload::FillSeq,
         Shape::Load,
+        1,
         Sample::of(&fill, engine.as_ref(), dir.path(), false),
     ));
     Ok(out)
 }
 
-/// Runs read `workload` on `engine` (its store in `dir`), timed. For an
+/// Runs read `workload` on `engine` (its store in `dir`) on `threads`
+/// threads, timed. For an
 /// engine whose filter counters are off when timed, first copies the store as
-/// the workload finds it, then runs the same workload (the same keys) untimed
+/// the workload finds it, then runs the same workload (the same keys, the
+/// same threads) untimed
 /// on the copy opened with counters on, and reports the timed figures with
 /// that pass's counters. The copy keeps the timed store untouched: its cache
 /// stays warm, and `readwhilewriting`'s second writer writes to the copy.
@@ -223,7 +262,7 @@ fn read(
     name: &str,
     engine: &dyn Engine,
     dir: &std::path::Path,
-    workload: Workload,
+    (workload, threads): (Workload, usize),
     args: &Args,
     settings: &Settings,
     keys: &Keys,
@@ -232,13 +271,13 @@ fn read(
     let scratch = args.dir.create()?;
     let copy = scratch.path().join(name);
     let counted_apart = engine.copy_for_counting(&copy)?;
-    let timed = workload::run_read(engine, workload, keys, args.reads)?;
+    let timed = workload::run_read(engine, workload, keys, args.reads, threads)?;
     // The store's figures as the timed run left it, before the counting
     // pass gives its background work time to finish.
     let mut sample = Sample::of(&timed, engine, dir, all_absent);
     if counted_apart {
         let counting = open(name, &copy, settings, Pass::Counted)?;
-        let counted = workload::run_read(counting.as_ref(), workload, keys, args.reads)?;
+        let counted = workload::run_read(counting.as_ref(), workload, keys, args.reads, threads)?;
         sample.count_filters(&counted, all_absent);
     }
     Ok(sample)
@@ -324,12 +363,7 @@ mod tests {
             args: Args,
         }
         let args = <Cli as clap::Parser>::try_parse_from(["db", "--reads", "3000"])?.args;
-        let settings = Settings {
-            memtable_bytes: 1 << 20,
-            table_bytes: 8 << 20,
-            cache_bytes: 1 << 20,
-            bits_per_key: 10.0,
-        };
+        let settings = small_settings();
         let keys = Keys {
             seed: 7,
             present: 5000,
@@ -347,7 +381,7 @@ mod tests {
                     name,
                     engine.as_ref(),
                     dir.path(),
-                    workload,
+                    (workload, 1),
                     &args,
                     &settings,
                     &keys,
@@ -367,6 +401,44 @@ mod tests {
             assert_eq!(probes[&("rocksdb", workload)], probes[&("sift", workload)]);
         }
         Ok(())
+    }
+
+    /// With several threads every thread does all its reads (each present
+    /// key's lookup probes the one table's filter once), every answer is
+    /// still checked, and a wrong one still fails the run.
+    #[test]
+    fn every_thread_does_its_reads_and_answers_are_checked() -> anyhow::Result<()> {
+        let keys = Keys {
+            seed: 7,
+            present: 5000,
+            missing: 5000,
+        };
+        let dir = tempfile::tempdir()?;
+        let engine = open("sift", dir.path(), &small_settings(), Pass::Timed)?;
+        let empty = workload::run_read(engine.as_ref(), Workload::ReadRandom, &keys, 100, 2);
+        assert!(
+            empty.is_err(),
+            "a present key was not found, yet the run passed"
+        );
+        workload::run_fill(engine.as_ref(), &keys::generate(7, 0, 5000))?;
+        engine.compact()?;
+        for workload in Workload::READS {
+            let run = workload::run_read(engine.as_ref(), workload, &keys, 1000, 3)?;
+            assert_eq!(run.ops, 3000, "{}", workload.name());
+            if workload == Workload::ReadRandom {
+                assert_eq!(run.filters.probes, 3000);
+            }
+        }
+        Ok(())
+    }
+
+    fn small_settings() -> Settings {
+        Settings {
+            memtable_bytes: 1 << 20,
+            table_bytes: 8 << 20,
+            cache_bytes: 1 << 20,
+            bits_per_key: 10.0,
+        }
     }
 
     #[cfg(not(feature = "rocksdb"))]

@@ -97,12 +97,15 @@ impl Sample {
     }
 }
 
-/// Medians over repetitions of one (engine, workload, shape).
+/// Medians over repetitions of one (engine, workload, shape, threads).
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     engine: String,
     workload: &'static str,
     shape: &'static str,
+    /// Threads that ran the workload's operations at once (the fills: 1;
+    /// `readwhilewriting`: its readers, the writer not counted).
+    threads: usize,
     ops_per_sec: f64,
     cpu_ops_per_sec: f64,
     probes_per_op: f64,
@@ -116,7 +119,13 @@ pub struct Row {
 
 impl Row {
     /// Medians of `samples`.
-    pub fn summarize(engine: &str, workload: Workload, shape: Shape, samples: &[Sample]) -> Self {
+    pub fn summarize(
+        engine: &str,
+        workload: Workload,
+        shape: Shape,
+        threads: usize,
+        samples: &[Sample],
+    ) -> Self {
         let median =
             |f: fn(&Sample) -> f64| Spread::of(&samples.iter().map(f).collect::<Vec<_>>()).median;
         let optional = |f: fn(&Sample) -> Option<f64>| {
@@ -128,6 +137,7 @@ impl Row {
             engine: engine.to_owned(),
             workload: workload.name(),
             shape: shape.name(),
+            threads,
             ops_per_sec: ops.median,
             cpu_ops_per_sec: median(|s| s.cpu_ops_per_sec),
             probes_per_op: median(|s| s.probes_per_op),
@@ -139,6 +149,11 @@ impl Row {
         }
     }
 
+    /// Whether `other` ran the same workload in the same shape.
+    fn same_workload(&self, other: &Row) -> bool {
+        self.workload == other.workload && self.shape == other.shape
+    }
+
     /// One JSON object.
     pub fn json(&self) -> anyhow::Result<String> {
         Ok(serde_json::to_string(self)?)
@@ -146,11 +161,14 @@ impl Row {
 }
 
 /// The table: one line per row, with each engine's ops/s over fjall's for
-/// the same workload and shape, and over RocksDB's when it ran (then a note
-/// says where RocksDB's filter counters come from).
+/// the same workload, shape and threads, and over RocksDB's when it ran (then
+/// a note says where RocksDB's filter counters come from). When reads ran at
+/// several thread counts, the [`scaling`] summary follows.
 pub fn table(rows: &[Row]) -> String {
     let with_rocksdb = rows.iter().any(|r| r.engine == "rocksdb");
-    let mut headers = vec!["engine", "workload", "shape", "ops/s", "vs fjall"];
+    let mut headers = vec![
+        "engine", "workload", "shape", "threads", "ops/s", "vs fjall",
+    ];
     if with_rocksdb {
         headers.push("vs rocksdb");
     }
@@ -163,10 +181,10 @@ pub fn table(rows: &[Row]) -> String {
         "tables",
         "disk MiB",
     ]);
-    // `row`'s ops/s over `baseline`'s for the same workload and shape.
+    // `row`'s ops/s over `baseline`'s for the same workload, shape, threads.
     let versus = |row: &Row, baseline: &str| {
         rows.iter()
-            .find(|r| r.engine == baseline && r.workload == row.workload && r.shape == row.shape)
+            .find(|r| r.engine == baseline && r.threads == row.threads && r.same_workload(row))
             .filter(|_| row.engine != baseline)
             .map_or(String::new(), |b| {
                 format!("{:.2}x", row.ops_per_sec / b.ops_per_sec)
@@ -179,6 +197,7 @@ pub fn table(rows: &[Row]) -> String {
                 r.engine.clone(),
                 r.workload.to_owned(),
                 r.shape.to_owned(),
+                r.threads.to_string(),
                 format!("{:.0}", r.ops_per_sec),
                 versus(r, "fjall"),
             ];
@@ -202,7 +221,57 @@ pub fn table(rows: &[Row]) -> String {
     if with_rocksdb {
         out.push_str(ROCKSDB_NOTE);
     }
+    if let Some(scaling) = scaling(rows) {
+        out.push('\n');
+        out.push_str(&scaling);
+    }
     out
+}
+
+/// When reads ran at several thread counts: per engine, read workload and
+/// shape, the ops/s at the lowest count and, for each higher count `T`,
+/// ops/s(T) over that figure. `None` for a single count.
+pub fn scaling(rows: &[Row]) -> Option<String> {
+    let reads: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.shape != Shape::Load.name())
+        .collect();
+    let mut counts: Vec<usize> = reads.iter().map(|r| r.threads).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let (&base, higher) = counts
+        .split_first()
+        .filter(|(_, higher)| !higher.is_empty())?;
+    let base_header = format!("ops/s T={base}");
+    let higher_headers: Vec<String> = higher.iter().map(|t| format!("T={t}")).collect();
+    let mut headers = vec!["engine", "workload", "shape", base_header.as_str()];
+    headers.extend(higher_headers.iter().map(String::as_str));
+    let cells: Vec<Vec<String>> = reads
+        .iter()
+        .filter(|r| r.threads == base)
+        .map(|b| {
+            let mut cells = vec![
+                b.engine.clone(),
+                b.workload.to_owned(),
+                b.shape.to_owned(),
+                format!("{:.0}", b.ops_per_sec),
+            ];
+            cells.extend(higher.iter().map(|&t| {
+                reads
+                    .iter()
+                    .find(|r| r.engine == b.engine && r.threads == t && r.same_workload(b))
+                    .map_or("-".into(), |r| {
+                        format!("{:.2}x", r.ops_per_sec / b.ops_per_sec)
+                    })
+            }));
+            cells
+        })
+        .collect();
+    Some(format!(
+        "scaling: ops/s with T threads over ops/s with T={base} (medians; \
+         T readers at once, each doing --reads operations)\n{}",
+        render(&headers, &cells)
+    ))
 }
 
 /// Below the table when RocksDB ran (see `super::read`).
@@ -219,6 +288,7 @@ mod tests {
             engine: engine.to_owned(),
             workload: "readmissing",
             shape: "loaded",
+            threads: 1,
             ops_per_sec,
             cpu_ops_per_sec: ops_per_sec,
             probes_per_op: 1.0,
@@ -251,6 +321,61 @@ mod tests {
         assert!(
             rocksdb.contains("2.00x") && !rocksdb.contains("1.00x"),
             "{three}"
+        );
+    }
+
+    #[test]
+    fn threads_are_shown_compared_alike_and_summarized_when_several_ran() {
+        let at = |engine: &str, threads: usize, ops_per_sec: f64| Row {
+            threads,
+            ..row(engine, ops_per_sec)
+        };
+        let fill = Row {
+            workload: "fillrandom",
+            shape: "load",
+            ..row("sift", 50.0)
+        };
+        let one = table(&[row("fjall", 100.0), row("sift", 150.0), fill.clone()]);
+        assert!(
+            one.lines().next().is_some_and(|h| h.contains("threads")),
+            "{one}"
+        );
+        assert!(scaling(&[row("sift", 150.0), fill.clone()]).is_none());
+        assert!(!one.contains("scaling"), "{one}");
+
+        let rows = [
+            fill,
+            at("fjall", 1, 100.0),
+            at("fjall", 2, 180.0),
+            at("sift", 1, 150.0),
+            at("sift", 2, 240.0),
+        ];
+        let two = table(&rows);
+        // sift at 2 threads against fjall at 2 threads, not at 1.
+        let sift2 = two
+            .lines()
+            .find(|l| l.starts_with("sift") && l.contains(" 240 "))
+            .unwrap_or("");
+        assert!(sift2.contains("1.33x"), "{two}");
+        let summary = scaling(&rows).unwrap_or_default();
+        assert!(two.ends_with(&summary), "{two}");
+        let lines: Vec<&str> = summary.lines().collect();
+        assert!(
+            lines[1].contains("ops/s T=1") && lines[1].contains("T=2"),
+            "{summary}"
+        );
+        assert_eq!(
+            lines.len(),
+            5,
+            "title, header, rule, fjall, sift: {summary}"
+        );
+        assert!(
+            lines[3].starts_with("fjall") && lines[3].ends_with("1.80x"),
+            "{summary}"
+        );
+        assert!(
+            lines[4].starts_with("sift") && lines[4].ends_with("1.60x"),
+            "{summary}"
         );
     }
 }

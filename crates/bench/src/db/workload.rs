@@ -1,5 +1,6 @@
 //! The named workloads (db_bench's names) and what one run of one measures.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -7,6 +8,7 @@ use anyhow::ensure;
 use sift_filter::mix64;
 
 use super::engine::{Engine, FilterCounters};
+use super::threads::together;
 use crate::filters::keys::{self, Key};
 
 /// Bytes of every value, as db_bench's default.
@@ -26,7 +28,8 @@ pub enum Workload {
     ReadMissing,
     /// Seek to a random present key and read the entry there.
     SeekRandom,
-    /// `ReadRandom` on one thread while another overwrites random keys.
+    /// `ReadRandom` on its reader threads while one more thread overwrites
+    /// random keys.
     ReadWhileWriting,
 }
 
@@ -107,48 +110,37 @@ impl Keys {
     }
 }
 
-/// Runs `workload` (a read) for `ops` operations and checks every answer:
-/// present keys are found, missing ones are not.
+/// Runs `workload` (a read) on `threads` threads at once against the same
+/// `engine`, each for `ops` operations over its own slice of the workload's
+/// key stream: thread `t` takes picks `t * ops .. (t + 1) * ops`, so thread 0
+/// reads exactly what the single-threaded harness did and no two threads
+/// share a position of the stream. Every answer is checked: present keys are
+/// found with a value of [`VALUE_LEN`] bytes, missing ones are not. `readwhilewriting` adds its one writer beside
+/// the readers. The run counts `threads * ops` operations; with more than one
+/// thread its wall time runs from the threads' release to the last one's end
+/// ([`together`]).
 pub fn run_read(
     engine: &dyn Engine,
     workload: Workload,
     keys: &Keys,
     ops: u64,
+    threads: usize,
 ) -> anyhow::Result<Run> {
-    timed(engine, ops, || match workload {
-        Workload::ReadRandom => read_present(engine, keys, ops, 1),
-        Workload::ReadMissing => {
-            for i in 0..ops {
-                let key = keys.missing(pick(i, keys.missing, 2));
-                ensure!(
-                    engine.get(&key)?.is_none(),
-                    "{}: a missing key was found",
-                    engine.name()
-                );
-            }
-            Ok(())
-        }
-        Workload::SeekRandom => {
-            for i in 0..ops {
-                let key = keys.present(pick(i, keys.present, 3));
-                ensure!(
-                    engine.seek(&key)? == Some(VALUE_LEN),
-                    "{}: seek to a present key found nothing",
-                    engine.name()
-                );
-            }
-            Ok(())
-        }
+    let slice = |t: u64| t * ops..(t + 1) * ops;
+    timed(engine, ops * threads as u64, || match workload {
+        Workload::ReadRandom => together(threads, |t| read_present(engine, keys, slice(t), 1)),
+        Workload::ReadMissing => together(threads, |t| read_missing(engine, keys, slice(t))),
+        Workload::SeekRandom => together(threads, |t| seek_present(engine, keys, slice(t))),
         Workload::ReadWhileWriting => {
             let done = AtomicBool::new(false);
             std::thread::scope(|scope| {
                 let writer = scope.spawn(|| overwrite_until(engine, keys, &done));
-                let read = read_present(engine, keys, ops, 4);
+                let read = together(threads, |t| read_present(engine, keys, slice(t), 4));
                 done.store(true, Ordering::Relaxed);
                 let written = writer
                     .join()
                     .map_err(|_| anyhow::anyhow!("writer thread panicked"))?;
-                read.and(written)
+                read.and_then(|span| written.map(|()| span))
             })
         }
         Workload::FillSeq | Workload::FillRandom => {
@@ -163,16 +155,45 @@ pub fn run_fill(engine: &dyn Engine, keys: &[Key]) -> anyhow::Result<Run> {
         for (i, key) in keys.iter().enumerate() {
             engine.put(key, &value(i as u64, 0))?;
         }
-        Ok(())
+        Ok(None)
     })
 }
 
-fn read_present(engine: &dyn Engine, keys: &Keys, ops: u64, seed: u64) -> anyhow::Result<()> {
-    for i in 0..ops {
+fn read_present(
+    engine: &dyn Engine,
+    keys: &Keys,
+    picks: Range<u64>,
+    seed: u64,
+) -> anyhow::Result<()> {
+    for i in picks {
         let key = keys.present(pick(i, keys.present, seed));
         ensure!(
             engine.get(&key)? == Some(VALUE_LEN),
             "{}: a present key was not found",
+            engine.name()
+        );
+    }
+    Ok(())
+}
+
+fn read_missing(engine: &dyn Engine, keys: &Keys, picks: Range<u64>) -> anyhow::Result<()> {
+    for i in picks {
+        let key = keys.missing(pick(i, keys.missing, 2));
+        ensure!(
+            engine.get(&key)?.is_none(),
+            "{}: a missing key was found",
+            engine.name()
+        );
+    }
+    Ok(())
+}
+
+fn seek_present(engine: &dyn Engine, keys: &Keys, picks: Range<u64>) -> anyhow::Result<()> {
+    for i in picks {
+        let key = keys.present(pick(i, keys.present, 3));
+        ensure!(
+            engine.seek(&key)? == Some(VALUE_LEN),
+            "{}: seek to a present key found nothing",
             engine.name()
         );
     }
@@ -189,17 +210,19 @@ fn overwrite_until(engine: &dyn Engine, keys: &Keys, done: &AtomicBool) -> anyho
     Ok(())
 }
 
-/// Times `body`, which performs `ops` operations on `engine`.
+/// Times `body`, which performs `ops` operations on `engine`: the whole call,
+/// or the wall time `body` returns when it measured its operations itself
+/// (threads released together, see [`together`]).
 fn timed(
     engine: &dyn Engine,
     ops: u64,
-    body: impl FnOnce() -> anyhow::Result<()>,
+    body: impl FnOnce() -> anyhow::Result<Option<Duration>>,
 ) -> anyhow::Result<Run> {
     let filters_before = engine.filter_counters();
     let cpu_before = process_cpu();
     let start = Instant::now();
-    body()?;
-    let wall = start.elapsed();
+    let measured = body()?;
+    let wall = measured.unwrap_or_else(|| start.elapsed());
     let cpu = process_cpu().saturating_sub(cpu_before);
     let after = engine.filter_counters();
     Ok(Run {
