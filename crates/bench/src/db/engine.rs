@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::filters::keys::Key;
+
 /// Settings both engines get, chosen to be equal where they have the same
 /// knob (see `docs/benchmarks.md` for the mapping).
 #[derive(Clone, Debug)]
@@ -55,6 +57,12 @@ pub trait Engine: Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()>;
     /// Length of the value of `key`, if present.
     fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>>;
+    /// Lengths of the values of `keys`, in order. The default reads them
+    /// one by one, for an engine without a batched read.
+    fn multi_get(&self, keys: &[Key]) -> anyhow::Result<Vec<Option<usize>>> {
+        keys.iter().map(|key| self.get(key)).collect()
+    }
+
     /// Reads the first entry at or after `key`: its value length.
     fn seek(&self, key: &[u8]) -> anyhow::Result<Option<usize>>;
     /// Flushes the memtable and waits until no flush or compaction runs.

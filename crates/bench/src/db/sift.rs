@@ -5,6 +5,7 @@ use std::path::Path;
 use siftdb::{Compression, Db, FilterPolicy};
 
 use super::engine::{Engine, FilterCounters, Settings, Shape};
+use crate::filters::keys::Key;
 
 /// A Sift database with the comparison's settings: blocked Bloom at the
 /// given bits/key on every level, no compression, leveled compaction.
@@ -37,6 +38,11 @@ impl Engine for Sift {
 
     fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {
         Ok(self.db.get(key)?.map(|v| v.len()))
+    }
+
+    fn multi_get(&self, keys: &[Key]) -> anyhow::Result<Vec<Option<usize>>> {
+        let values = self.db.multi_get(keys)?;
+        Ok(values.iter().map(|v| v.as_ref().map(Vec::len)).collect())
     }
 
     fn seek(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {

@@ -14,6 +14,9 @@ use crate::filters::keys::{self, Key};
 /// Bytes of every value, as db_bench's default.
 pub const VALUE_LEN: usize = 100;
 
+/// Keys per batched read in the `multiread*` workloads.
+pub const MULTI_GET_BATCH: usize = 32;
+
 /// A workload of the comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Workload {
@@ -26,6 +29,11 @@ pub enum Workload {
     /// Point lookups of absent keys drawn from the same distribution, so
     /// they fall inside every table's key range: only filters reject them.
     ReadMissing,
+    /// `ReadRandom`'s keys in batches of [`MULTI_GET_BATCH`], through the
+    /// engine's batched read (db_bench's `multireadrandom`).
+    MultiReadRandom,
+    /// `ReadMissing`'s keys in batches of [`MULTI_GET_BATCH`].
+    MultiReadMissing,
     /// Seek to a random present key and read the entry there.
     SeekRandom,
     /// `ReadRandom` on its reader threads while one more thread overwrites
@@ -41,15 +49,19 @@ impl Workload {
             Self::FillRandom => "fillrandom",
             Self::ReadRandom => "readrandom",
             Self::ReadMissing => "readmissing",
+            Self::MultiReadRandom => "multireadrandom",
+            Self::MultiReadMissing => "multireadmissing",
             Self::SeekRandom => "seekrandom",
             Self::ReadWhileWriting => "readwhilewriting",
         }
     }
 
     /// Every workload that reads (run in both shapes).
-    pub const READS: [Self; 4] = [
+    pub const READS: [Self; 6] = [
         Self::ReadRandom,
         Self::ReadMissing,
+        Self::MultiReadRandom,
+        Self::MultiReadMissing,
         Self::SeekRandom,
         Self::ReadWhileWriting,
     ];
@@ -130,6 +142,22 @@ pub fn run_read(
     timed(engine, ops * threads as u64, || match workload {
         Workload::ReadRandom => together(threads, |t| read_present(engine, keys, slice(t), 1)),
         Workload::ReadMissing => together(threads, |t| read_missing(engine, keys, slice(t))),
+        Workload::MultiReadRandom => together(threads, |t| {
+            multi_read(
+                engine,
+                slice(t),
+                |i| keys.present(pick(i, keys.present, 1)),
+                true,
+            )
+        }),
+        Workload::MultiReadMissing => together(threads, |t| {
+            multi_read(
+                engine,
+                slice(t),
+                |i| keys.missing(pick(i, keys.missing, 2)),
+                false,
+            )
+        }),
         Workload::SeekRandom => together(threads, |t| seek_present(engine, keys, slice(t))),
         Workload::ReadWhileWriting => {
             let done = AtomicBool::new(false);
@@ -184,6 +212,32 @@ fn read_missing(engine: &dyn Engine, keys: &Keys, picks: Range<u64>) -> anyhow::
             "{}: a missing key was found",
             engine.name()
         );
+    }
+    Ok(())
+}
+
+/// Reads the keys of `picks` in batches of [`MULTI_GET_BATCH`], checking
+/// that each is found with its value (`present`) or absent.
+fn multi_read(
+    engine: &dyn Engine,
+    picks: Range<u64>,
+    key: impl Fn(u64) -> Key,
+    present: bool,
+) -> anyhow::Result<()> {
+    let expected = present.then_some(VALUE_LEN);
+    let mut batch = Vec::with_capacity(MULTI_GET_BATCH);
+    let mut start = picks.start;
+    while start < picks.end {
+        let end = (start + MULTI_GET_BATCH as u64).min(picks.end);
+        batch.clear();
+        batch.extend((start..end).map(&key));
+        let found = engine.multi_get(&batch)?;
+        ensure!(
+            found.len() == batch.len() && found.iter().all(|&f| f == expected),
+            "{}: a batched read gave a wrong answer",
+            engine.name()
+        );
+        start = end;
     }
     Ok(())
 }
