@@ -73,7 +73,10 @@ impl RocksDb {
         if pass == Pass::Counted {
             options.enable_statistics();
         }
-        let db = DB::open(&options, dir).context("cannot open RocksDB")?;
+        // The default column family opened by name, so that the batched
+        // MultiGet, which takes a column family handle, can name it.
+        let db = DB::open_cf(&options, dir, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])
+            .context("cannot open RocksDB")?;
         Ok(Self { db, options })
     }
 
