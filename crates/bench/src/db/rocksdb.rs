@@ -74,9 +74,15 @@ impl RocksDb {
             options.enable_statistics();
         }
         // The default column family opened by name, so that the batched
-        // MultiGet, which takes a column family handle, can name it.
-        let db = DB::open_cf(&options, dir, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])
-            .context("cannot open RocksDB")?;
+        // MultiGet, which takes a column family handle, can name it; with
+        // the same options (`open_cf` by name alone would give it defaults:
+        // no filter, another cache).
+        let default = rocksdb::ColumnFamilyDescriptor::new(
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+            options.clone(),
+        );
+        let db =
+            DB::open_cf_descriptors(&options, dir, [default]).context("cannot open RocksDB")?;
         Ok(Self { db, options })
     }
 
