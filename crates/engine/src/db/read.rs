@@ -13,7 +13,7 @@ use crate::key::{Entry, SeqNo, ValueKind};
 use crate::sstable::{SharedBounds, TableIter};
 use crate::version::{LiveTable, Version};
 
-use super::counters::Shard;
+use super::counters::{LevelCounters, Shard};
 use super::{Inner, SuperVersion};
 
 /// User-key bounds owned by an iterator.
@@ -162,19 +162,14 @@ impl Inner {
             for run in &tables.runs {
                 probes.clear();
                 for (p, &(i, hash)) in pending.iter().enumerate() {
-                    if let Some(table) = run.table_for(keys[i])
-                        && table.meta.min_seq <= seq
-                    {
+                    if let Some(table) = run.table_for_at(keys[i], seq) {
                         table.table.prefetch_filter(keys[i], hash);
                         probes.push((p, table));
                     }
                 }
                 probes.retain(|&(p, table)| {
                     let (i, hash) = pending[p];
-                    let may_contain = table.table.may_contain_in_range(keys[i], hash);
-                    counters.probes.add(1);
-                    counters.negatives.add(u64::from(!may_contain));
-                    may_contain
+                    probe_filter(counters, table, keys[i], hash)
                 });
                 // In key order, so keys of one block follow each other.
                 probes.sort_unstable_by_key(|&(p, table)| (table.meta.id, keys[pending[p].0]));
@@ -224,17 +219,10 @@ impl Inner {
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = counters.level(level);
             for run in &tables.runs {
-                let Some(table) = run.table_for(key) else {
+                let Some(table) = run.table_for_at(key, seq) else {
                     continue;
                 };
-                if table.meta.min_seq > seq {
-                    continue;
-                }
-                // `table_for` checked the key against the table's range.
-                let may_contain = table.table.may_contain_in_range(key, hash);
-                counters.probes.add(1);
-                if !may_contain {
-                    counters.negatives.add(1);
+                if !probe_filter(counters, table, key, hash) {
                     continue;
                 }
                 match table.table.lookup(key, seq, blocks_read, &mut scratch)? {
@@ -405,4 +393,13 @@ impl DoubleEndedIterator for RunIter {
             }
         }
     }
+}
+
+/// Asks `table`'s filter about `key` (which lies in the table's key range)
+/// and counts the probe: whether the table may hold the key.
+fn probe_filter(counters: &LevelCounters, table: &LiveTable, key: &[u8], hash: KeyHash) -> bool {
+    let may_contain = table.table.may_contain_in_range(key, hash);
+    counters.probes.add(1);
+    counters.negatives.add(u64::from(!may_contain));
+    may_contain
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::compaction::{LevelShape, RunShape, TableShape};
 use crate::fence::Fences;
 use crate::fs::FileSystem;
-use crate::key::user_key_of;
+use crate::key::{SeqNo, user_key_of};
 use crate::manifest::{TableMeta, VersionEdit};
 use crate::sstable::Table;
 
@@ -119,6 +119,12 @@ impl Run {
         find_range(&self.tables, &self.largest, &self.smallest, user_key, |t| {
             (t.smallest_user_key(), t.largest_user_key())
         })
+    }
+
+    /// [`Run::table_for`], if that table holds anything a reader at `seq`
+    /// sees (its oldest entry is not newer than `seq`).
+    pub(crate) fn table_for_at(&self, user_key: &[u8], seq: SeqNo) -> Option<&Arc<LiveTable>> {
+        self.table_for(user_key).filter(|t| t.meta.min_seq <= seq)
     }
 }
 
