@@ -8,9 +8,9 @@
 //! and store; [`Stats`](super::Stats) sums the shards.
 //!
 //! A thread claims a shard of a database the first time it counts there
-//! and releases it when it exits; the next thread to arrive reuses a
-//! released shard, totals included, so there are never more shards than
-//! threads that counted at the same time.
+//! and releases it when its thread-locals are dropped at exit; the next
+//! thread to arrive reuses a released shard, totals included, so there are
+//! about as many shards as threads that counted at the same time.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -194,11 +194,14 @@ mod tests {
 
     #[test]
     fn an_exited_thread_releases_its_shard_to_the_next() {
-        let counters = Counters::default();
+        let counters = Arc::new(Counters::default());
         for _ in 0..5 {
-            std::thread::scope(|s| {
-                s.spawn(|| counters.with(|c| c.writes.add(3)));
-            });
+            // A plain join returns once the thread has exited, its
+            // thread-locals dropped (a scope may end before that).
+            let mine = Arc::clone(&counters);
+            std::thread::spawn(move || mine.with(|c| c.writes.add(3)))
+                .join()
+                .unwrap();
         }
         assert_eq!(counters.shards.lock().unwrap().len(), 1);
         assert_eq!(counters.total(|s| &s.writes), 15);
