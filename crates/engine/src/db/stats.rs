@@ -8,7 +8,7 @@ use crate::version::Version;
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Point lookups (`get`, `contains_key`).
+    /// Point lookups (`get`, `contains_key`, and each key of a `multi_get`).
     pub gets: u64,
     /// Keys hashed for filter probes: one per point lookup, however many
     /// filters it meets.
