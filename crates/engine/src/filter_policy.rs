@@ -19,6 +19,7 @@ use sift_filter::math::{FprCurve, monkey_bits_per_key};
 
 use crate::error::{Error, Result};
 use crate::options::PerLevel;
+use crate::prefix::PrefixExtractor;
 
 /// Most bits per key Monkey gives a level. At 32 bits/key a blocked Bloom
 /// filter's FPR is 5.3e-6 (Ribbon's under 1e-9): one wasted read in about
@@ -68,6 +69,53 @@ pub struct FilterPolicy {
     /// per range of data blocks, found through a small index) instead of a
     /// single one. Default 1,000,000 keys.
     pub partition_keys: u64,
+    /// Which prefix of each key the tables' prefix filters hold (RocksDB's
+    /// `prefix_extractor`): a blocked Bloom filter of the distinct prefixes,
+    /// at the level's key-filter bits per key, which prefix scans and
+    /// ranges within one prefix probe. Default `None`: no prefix filters.
+    pub prefix_extractor: Option<PrefixExtractor>,
+    /// Keep the key filters when a prefix extractor is set (RocksDB's
+    /// `whole_key_filtering`). `false` saves their memory where point
+    /// lookups are rare. Default `true`.
+    pub whole_key_filtering: bool,
+    /// Range filters: which short ranges every table can tell are empty
+    /// without a read. Default: on, Monkey at 12 bits/key sized for ranges
+    /// of 16 (see [`RangeFilterPolicy`]). `None` turns them off.
+    pub range_filter: Option<RangeFilterPolicy>,
+}
+
+/// Range filters (after Grafite: Costa, Ferragina & Vinciguerra, SIGMOD
+/// 2024), one per table: a short range `[a, b]` that holds no key of the
+/// table is found empty without reading it, with probability at least
+/// `1 - ℓ / 2^(B-2)` for a range of `ℓ` integers at `B` bits per key,
+/// whatever the keys and the query.
+///
+/// Keys map to integers in order: past the common prefix of the table's
+/// smallest and largest keys, the next 8 bytes, big-endian, zero-padded.
+/// So `ℓ` counts values of those 8 bytes: keys that are big-endian
+/// integers after a shared prefix get the guarantee for ranges of `ℓ`
+/// integers.
+///
+/// The budget is a documented split of the filter memory: the range
+/// filters get their own bits per key on top of the key filters', spread
+/// over the levels by Monkey on the range filter's curve
+/// `p(B) = 4ℓ · e^{-B ln 2}` (or fixed per level), so the key filters'
+/// allocation, and point lookups, are unchanged by them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeFilterPolicy {
+    /// Bits per key per level (default: Monkey at 12 bits/key).
+    pub bits_per_key: BitsPerKey,
+    /// The range length Monkey sizes for (default 16).
+    pub range_len: u64,
+}
+
+impl Default for RangeFilterPolicy {
+    fn default() -> Self {
+        Self {
+            bits_per_key: BitsPerKey::Monkey { average: 12.0 },
+            range_len: 16,
+        }
+    }
 }
 
 impl FilterPolicy {
@@ -99,22 +147,11 @@ impl FilterPolicy {
             .rposition(|&n| n > 0)
             .unwrap_or(0)
             .max(level);
-        if self.optimize_filters_for_hits && level > 0 && level == deepest {
+        let dropped = self.optimize_filters_for_hits && level > 0 && level == deepest;
+        if dropped || !self.whole_key_filtering {
             return FilterChoice::NONE;
         }
-        let bits_per_key = match &self.bits_per_key {
-            BitsPerKey::PerLevel(per_level) => *per_level.get(level),
-            BitsPerKey::Monkey { average } => {
-                let levels: Vec<(u64, FprCurve)> = projected
-                    .iter()
-                    .enumerate()
-                    .map(|(at, &n)| (n, self.curve(at, n)))
-                    .collect();
-                let total_bits = average * projected.iter().sum::<u64>() as f64;
-                let bits = monkey_bits_per_key(&levels, total_bits, MAX_MONKEY_BITS_PER_KEY);
-                bits.get(level).copied().unwrap_or(0.0)
-            }
-        };
+        let bits_per_key = self.key_bits_per_key(level, projected);
         if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
             return FilterChoice::NONE;
         }
@@ -122,6 +159,39 @@ impl FilterPolicy {
             kind: self.kind(level),
             bits_per_key,
         }
+    }
+
+    /// The prefix and range filters for a table written to `level` (as
+    /// [`choose`](Self::choose)). The prefix filter takes the level's
+    /// key-filter bits per key, whether or not the key filter is kept.
+    pub(crate) fn choose_scan(&self, level: usize, projected: &[u64]) -> ScanFilterChoice {
+        let prefix = self.prefix_extractor.as_ref().and_then(|extractor| {
+            let bits = self.key_bits_per_key(level, projected);
+            (bits.is_finite() && bits > 0.0).then(|| (extractor.clone(), bits))
+        });
+        let range_bits_per_key = self.range_filter.as_ref().map_or(0.0, |range| {
+            let curve = FprCurve {
+                scale: 4.0 * range.range_len.max(1) as f64,
+                decay: std::f64::consts::LN_2,
+            };
+            level_bits(&range.bits_per_key, level, projected, |_, _| curve)
+        });
+        ScanFilterChoice {
+            prefix,
+            range_bits_per_key: if range_bits_per_key.is_finite() {
+                range_bits_per_key
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The key filters' bits per key at `level`, before the kind and the
+    /// switches.
+    fn key_bits_per_key(&self, level: usize, projected: &[u64]) -> f64 {
+        level_bits(&self.bits_per_key, level, projected, |at, n| {
+            self.curve(at, n)
+        })
     }
 
     /// The kind a level's filters get when they get one.
@@ -152,19 +222,19 @@ impl FilterPolicy {
     /// [`Error::InvalidArgument`] for bits per key (fixed or average) not
     /// within `0 ..= 64`, or `partition_keys` of 0.
     pub(crate) fn validate(&self) -> Result<()> {
-        let bits_ok = |b: f64| b.is_finite() && (0.0..=MAX_BITS_PER_KEY).contains(&b);
-        let (ok, what) = match &self.bits_per_key {
-            BitsPerKey::PerLevel(per_level) => (
-                per_level.values().iter().all(|&b| bits_ok(b)),
-                "bits per key must be within 0 ..= 64",
-            ),
-            BitsPerKey::Monkey { average } => (
-                bits_ok(*average),
-                "Monkey average bits per key must be within 0 ..= 64",
-            ),
-        };
-        if !ok {
-            return Err(Error::InvalidArgument(what.to_owned()));
+        check_bits(&self.bits_per_key, "")?;
+        if let Some(range) = &self.range_filter {
+            check_bits(&range.bits_per_key, "range filter ")?;
+            if range.range_len == 0 {
+                return Err(Error::InvalidArgument(
+                    "range filter range_len must be at least 1".to_owned(),
+                ));
+            }
+        }
+        if matches!(self.prefix_extractor, Some(PrefixExtractor::Fixed(0))) {
+            return Err(Error::InvalidArgument(
+                "a fixed prefix extractor needs a length of at least 1".to_owned(),
+            ));
         }
         if self.partition_keys < 1 {
             return Err(Error::InvalidArgument(
@@ -175,6 +245,51 @@ impl FilterPolicy {
     }
 }
 
+/// [`Error::InvalidArgument`] unless every bits per key (fixed, or Monkey's
+/// average) of `bits` is within `0 ..= 64`; `what` names the filter.
+fn check_bits(bits: &BitsPerKey, what: &str) -> Result<()> {
+    let bits_ok = |b: f64| b.is_finite() && (0.0..=MAX_BITS_PER_KEY).contains(&b);
+    let (ok, message) = match bits {
+        BitsPerKey::PerLevel(per_level) => (
+            per_level.values().iter().all(|&b| bits_ok(b)),
+            "bits per key must be within 0 ..= 64",
+        ),
+        BitsPerKey::Monkey { average } => (
+            bits_ok(*average),
+            "Monkey average bits per key must be within 0 ..= 64",
+        ),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!("{what}{message}")))
+    }
+}
+
+/// `bits` at `level`: the fixed value, or Monkey's share for `level` of
+/// `average · sum(projected)` bits, each level on `curve(level, entries)`
+/// (0 for a level `projected` does not reach).
+fn level_bits(
+    bits: &BitsPerKey,
+    level: usize,
+    projected: &[u64],
+    curve: impl Fn(usize, u64) -> FprCurve,
+) -> f64 {
+    match bits {
+        BitsPerKey::PerLevel(per_level) => *per_level.get(level),
+        BitsPerKey::Monkey { average } => {
+            let levels: Vec<(u64, FprCurve)> = projected
+                .iter()
+                .enumerate()
+                .map(|(at, &n)| (n, curve(at, n)))
+                .collect();
+            let total_bits = average * projected.iter().sum::<u64>() as f64;
+            let bits = monkey_bits_per_key(&levels, total_bits, MAX_MONKEY_BITS_PER_KEY);
+            bits.get(level).copied().unwrap_or(0.0)
+        }
+    }
+}
+
 impl Default for FilterPolicy {
     fn default() -> Self {
         Self {
@@ -182,6 +297,9 @@ impl Default for FilterPolicy {
             ribbon_from_level: Some(2),
             optimize_filters_for_hits: false,
             partition_keys: 1_000_000,
+            prefix_extractor: None,
+            whole_key_filtering: true,
+            range_filter: Some(RangeFilterPolicy::default()),
         }
     }
 }
@@ -220,6 +338,24 @@ impl FilterChoice {
             && self.bits_per_key.is_finite()
             && self.bits_per_key > 0.0
     }
+}
+
+/// The prefix and range filters a new table gets.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ScanFilterChoice {
+    /// The extractor and the prefix filter's bits per key, if any.
+    pub prefix: Option<(PrefixExtractor, f64)>,
+    /// The range filter's bits per key; below 2, no range filter.
+    pub range_bits_per_key: f64,
+}
+
+impl ScanFilterChoice {
+    /// Neither filter.
+    #[cfg(test)]
+    pub(crate) const NONE: Self = Self {
+        prefix: None,
+        range_bits_per_key: 0.0,
+    };
 }
 
 #[cfg(test)]

@@ -45,6 +45,11 @@ pub(crate) struct LevelCounters {
     pub probes: Counter,
     pub negatives: Counter,
     pub false_positives: Counter,
+    /// Scan filter (prefix and range filter) probes, "empty" answers, and
+    /// admitted tables that held nothing in the scan's bounds.
+    pub scan_probes: Counter,
+    pub scan_empty: Counter,
+    pub scan_false_positives: Counter,
 }
 
 /// One thread's counters. Aligned so that two shards never share a cache
@@ -78,7 +83,7 @@ impl Shard {
 type Registry = Mutex<Vec<Arc<Shard>>>;
 
 /// The live counters of a database.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Counters {
     shards: Arc<Registry>,
 }

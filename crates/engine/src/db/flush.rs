@@ -164,6 +164,7 @@ impl Inner {
         let mut last_user_key: Option<Vec<u8>> = None;
         let mut hash = KeyHash::of(b"");
         let filter = self.options.filter_policy.choose(level, projected);
+        let scan = self.options.filter_policy.choose_scan(level, projected);
         let value_indexes: Arc<[_]> = Arc::from(self.indexes.load().as_slice());
         let mut first_id = first_id;
         for (count, entry) in entries.enumerate() {
@@ -198,6 +199,7 @@ impl Inner {
                     filter,
                     partition_keys: self.options.filter_policy.partition_keys,
                     value_indexes: Arc::clone(&value_indexes),
+                    scan: scan.clone(),
                 };
                 builder = Some((id, TableBuilder::new(file, path, options)));
             }

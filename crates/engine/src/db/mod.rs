@@ -7,6 +7,7 @@ mod counters;
 mod flush;
 mod open;
 mod read;
+mod run_iter;
 mod snapshot;
 mod stats;
 mod txn;

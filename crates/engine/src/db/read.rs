@@ -1,7 +1,7 @@
 //! The read path: point lookups that hash the key once and share the hash
 //! with every filter, and range iterators over memtables and runs.
 
-use std::ops::{Bound, Range, RangeBounds};
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use sift_filter::KeyHash;
@@ -9,11 +9,12 @@ use sift_filter::KeyHash;
 use crate::batch::MAX_KEY_LEN;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, VisibleIter};
-use crate::key::{Entry, SeqNo, ValueKind};
-use crate::sstable::{SharedBounds, TableIter};
-use crate::version::{LiveTable, Version};
+use crate::key::{SeqNo, ValueKind};
+use crate::sstable::{ScanProbe, SharedBounds};
+use crate::version::LiveTable;
 
 use super::counters::{LevelCounters, Shard};
+use super::run_iter::{RunIter, ScanFiltering};
 use super::{Inner, SuperVersion};
 
 /// User-key bounds owned by an iterator.
@@ -236,18 +237,59 @@ impl Inner {
 
     /// An iterator over the user keys within `bounds` as of `seq`.
     pub(crate) fn iter(&self, bounds: Bounds, seq: SeqNo) -> DbIter {
-        Self::iter_in(&self.current(), bounds, seq)
+        let filtering = self.scan_filtering(&bounds);
+        Self::iter_filtered(&self.current(), bounds, seq, filtering)
     }
 
     /// An iterator over the user keys within `bounds` as of the newest
     /// write, read once the version is pinned (see [`Inner::get_latest`]).
     pub(crate) fn iter_latest(&self, bounds: Bounds) -> DbIter {
+        let filtering = self.scan_filtering(&bounds);
         let current = self.current();
-        Self::iter_in(&current, bounds, self.visible_seq())
+        Self::iter_filtered(&current, bounds, self.visible_seq(), filtering)
     }
 
-    /// [`Inner::iter`] over the memtables and version of `current`.
+    /// [`Inner::iter`] over the memtables and version of `current`, reading
+    /// every table the bounds overlap (for whole-store passes).
     pub(crate) fn iter_in(current: &SuperVersion, bounds: Bounds, seq: SeqNo) -> DbIter {
+        Self::iter_filtered(current, bounds, seq, None)
+    }
+
+    /// What the scan filters are asked for `bounds`: the prefix every key
+    /// within them shares (with a prefix extractor) and the bounds, for
+    /// the range filters. `None` for a scan no filter can rule out.
+    fn scan_filtering(&self, bounds: &Bounds) -> Option<Arc<ScanFiltering>> {
+        let policy = &self.options.filter_policy;
+        let prefix = policy.prefix_extractor.as_ref().and_then(|extractor| {
+            let prefix = extractor.shared_by(bounds)?;
+            Some((extractor.name(), KeyHash::of(prefix)))
+        });
+        let key = |bound: &Bound<Vec<u8>>| match bound {
+            Bound::Included(key) | Bound::Excluded(key) => Some(key.clone()),
+            Bound::Unbounded => None,
+        };
+        let (lower, upper) = (key(&bounds.0), key(&bounds.1));
+        let ranged = policy.range_filter.is_some() && lower.is_some() && upper.is_some();
+        (prefix.is_some() || ranged).then(|| {
+            Arc::new(ScanFiltering {
+                probe: ScanProbe {
+                    prefix,
+                    lower,
+                    upper,
+                    upper_excluded: matches!(bounds.1, Bound::Excluded(_)),
+                },
+                counters: self.counters.clone(),
+            })
+        })
+    }
+
+    /// [`Inner::iter_in`], skipping the tables `filtering` rules out.
+    fn iter_filtered(
+        current: &SuperVersion,
+        bounds: Bounds,
+        seq: SeqNo,
+        filtering: Option<Arc<ScanFiltering>>,
+    ) -> DbIter {
         let mut sources: Vec<BoxedSource<'static>> = Vec::new();
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
             sources.push(Box::new(memtable.iter(bounds.clone())));
@@ -255,7 +297,8 @@ impl Inner {
         let shared: SharedBounds = Arc::new(bounds.clone());
         for (index, level) in current.version.levels.iter().enumerate() {
             for run in 0..level.runs.len() {
-                if let Some(iter) = RunIter::new(&current.version, index, run, &shared) {
+                let iter = RunIter::new(&current.version, index, run, &shared, filtering.as_ref());
+                if let Some(iter) = iter {
                     sources.push(Box::new(iter));
                 }
             }
@@ -290,108 +333,6 @@ impl Iterator for DbIter {
 impl DoubleEndedIterator for DbIter {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.inner.next_back()
-    }
-}
-
-/// The entries of one sorted run within bounds, opening each table only
-/// when the iteration reaches it: a seek costs one table, not the run.
-/// Holds the version, which keeps the run's tables open.
-struct RunIter {
-    version: Arc<Version>,
-    /// Where the run is in `version`.
-    level: usize,
-    run: usize,
-    /// Tables (indexes into the run) no end has opened yet, in key order.
-    pending: Range<usize>,
-    bounds: SharedBounds,
-    front: Option<TableIter>,
-    back: Option<TableIter>,
-}
-
-impl RunIter {
-    /// `None` when no table of the run overlaps `bounds`.
-    fn new(
-        version: &Arc<Version>,
-        level: usize,
-        run: usize,
-        bounds: &SharedBounds,
-    ) -> Option<Self> {
-        let tables = &version.levels.get(level)?.runs.get(run)?.tables();
-        // Tables are sorted and disjoint: those overlapping the bounds are
-        // the ones after every table that ends below the lower bound and
-        // before every table that starts above the upper one.
-        let start = tables.partition_point(|t| !above_lower(t.largest_user_key(), &bounds.0));
-        let end = tables.partition_point(|t| below_upper(t.smallest_user_key(), &bounds.1));
-        (start < end).then(|| Self {
-            version: Arc::clone(version),
-            level,
-            run,
-            pending: start..end,
-            bounds: Arc::clone(bounds),
-            front: None,
-            back: None,
-        })
-    }
-
-    /// Opens table `at` of the run.
-    fn open(&self, at: usize) -> Option<TableIter> {
-        let table = self
-            .version
-            .levels
-            .get(self.level)?
-            .runs
-            .get(self.run)?
-            .tables()
-            .get(at)?;
-        Some(table.table.iter_shared(&self.bounds))
-    }
-}
-
-fn below_upper(key: &[u8], upper: &Bound<Vec<u8>>) -> bool {
-    match upper {
-        Bound::Included(bound) => key <= bound.as_slice(),
-        Bound::Excluded(bound) => key < bound.as_slice(),
-        Bound::Unbounded => true,
-    }
-}
-
-fn above_lower(key: &[u8], lower: &Bound<Vec<u8>>) -> bool {
-    match lower {
-        Bound::Included(bound) => key >= bound.as_slice(),
-        Bound::Excluded(bound) => key > bound.as_slice(),
-        Bound::Unbounded => true,
-    }
-}
-
-impl Iterator for RunIter {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(item) = self.front.as_mut().and_then(Iterator::next) {
-                return Some(item);
-            }
-            match self.pending.next() {
-                Some(at) => self.front = self.open(at),
-                // Every table is open: the rest is in the back end's table,
-                // which is double-ended and never repeats an entry.
-                None => return self.back.as_mut().and_then(Iterator::next),
-            }
-        }
-    }
-}
-
-impl DoubleEndedIterator for RunIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(item) = self.back.as_mut().and_then(DoubleEndedIterator::next_back) {
-                return Some(item);
-            }
-            match self.pending.next_back() {
-                Some(at) => self.back = self.open(at),
-                None => return self.front.as_mut().and_then(DoubleEndedIterator::next_back),
-            }
-        }
     }
 }
 

@@ -73,6 +73,16 @@ pub struct LevelStats {
     pub filter_negatives: u64,
     /// "Maybe" answers for tables without the key.
     pub filter_false_positives: u64,
+    /// Bytes of scan filters (prefix and range filters, pinned in memory).
+    pub scan_filter_bytes: u64,
+    /// Scan filter probes at this level since open: one per table a
+    /// bounded or prefix scan reached whose prefix or range filter applied.
+    pub scan_filter_probes: u64,
+    /// "Holds nothing" answers among them: tables the scans skipped.
+    pub scan_filter_empty: u64,
+    /// "May hold" answers for tables that held nothing within the scan's
+    /// bounds (counted when the scan reached the table's end).
+    pub scan_filter_false_positives: u64,
 }
 
 impl LevelStats {
@@ -116,6 +126,7 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
                 stats.entries += table.meta.entries;
                 stats.distinct_keys += props.distinct_keys;
                 stats.filter_bytes += props.filter_bytes;
+                stats.scan_filter_bytes += table.table.scan_filters().size_bytes();
                 kinds.insert(props.filter_kind.name());
             }
             stats.filter_kind = kinds.into_iter().collect::<Vec<_>>().join(",");
@@ -129,6 +140,10 @@ pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
                 stats.filter_probes = counters.total(|s| &s.level(index).probes);
                 stats.filter_negatives = counters.total(|s| &s.level(index).negatives);
                 stats.filter_false_positives = counters.total(|s| &s.level(index).false_positives);
+                stats.scan_filter_probes = counters.total(|s| &s.level(index).scan_probes);
+                stats.scan_filter_empty = counters.total(|s| &s.level(index).scan_empty);
+                stats.scan_filter_false_positives =
+                    counters.total(|s| &s.level(index).scan_false_positives);
             }
             stats
         })

@@ -12,6 +12,7 @@ use super::filter_builder::{BuiltFilter, FilterOutput, KeyFilterBuilder};
 use super::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
 use super::index::{Index, IndexEntry};
 use super::properties::{BuiltFilterKind, Properties};
+use super::scan_filter_builder::ScanFilterBuilder;
 use super::trailer::{BlockHandle, seal_block};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
@@ -44,6 +45,8 @@ pub(crate) struct TableBuilder {
     filter: KeyFilterBuilder,
     /// Leaves of the value indexes (empty: nothing is extracted).
     values: ValueFilterBuilder,
+    /// Prefix and range filters (`None` once written).
+    scan: Option<ScanFilterBuilder>,
     /// Encoded last key added; `key_buf` is the scratch for the next one.
     last_key: Vec<u8>,
     key_buf: Vec<u8>,
@@ -75,6 +78,7 @@ impl TableBuilder {
             block: BlockBuilder::new(options.restart_interval),
             filter: KeyFilterBuilder::new(options.filter, options.partition_keys),
             values: ValueFilterBuilder::new(&options.value_indexes),
+            scan: Some(ScanFilterBuilder::new(&options.scan)),
             options,
             offset: 0,
             index: Vec::new(),
@@ -118,6 +122,9 @@ impl TableBuilder {
         }
         if new_user_key {
             self.filter.add(hash);
+            if let Some(scan) = &mut self.scan {
+                scan.add(&key.user_key);
+            }
         }
         if key.kind == ValueKind::Value && !self.values.is_empty() {
             self.values.add(value);
@@ -267,6 +274,10 @@ impl TableBuilder {
         let (filter_layout, filter, filter_kind, filter_bytes, filter_partitions) =
             self.write_filter()?;
         let value_filters = self.write_value_filters()?;
+        let scan_filters = match self.scan.take().and_then(ScanFilterBuilder::finish) {
+            Some(block) => Some(self.write_block(&block, Compression::None)?),
+            None => None,
+        };
         let index_raw = Index::encode(&self.index);
         let index = self.write_block(&index_raw, Compression::None)?;
         let mut props = Properties {
@@ -290,6 +301,7 @@ impl TableBuilder {
             raw_data_bytes: self.raw_data_bytes,
             stored_data_bytes,
             value_filters,
+            scan_filters,
         };
         let properties = self.write_block(&props.encode(), Compression::None)?;
         let footer = Footer {

@@ -191,7 +191,8 @@ impl TableFile {
     /// ascend strictly across the table and each block ends at its index
     /// key, that the counts, key range and sequence range match the
     /// properties, that the filter could be read, and that it answers "may
-    /// contain" for every user key, and that every value filter could be
+    /// contain" for every user key, that the scan filters could be read and
+    /// hold every key (its prefix, its range point), and that every value filter could be
     /// read (a leaf cannot be checked against the values without its
     /// extractor).
     ///
@@ -231,6 +232,13 @@ impl TableFile {
                             format!("the key filter misses key {:?}", parsed.user_key),
                         ));
                     }
+                    if let Some(filter) = table.scan_filters().misses(parsed.user_key) {
+                        return Err(Error::corruption(
+                            path,
+                            offset,
+                            format!("the {filter} misses key {:?}", parsed.user_key),
+                        ));
+                    }
                 }
                 entries += 1;
                 min_seq = min_seq.min(parsed.seq);
@@ -263,6 +271,7 @@ impl TableFile {
             .filter()
             .problem(path)
             .or_else(|| table.value_filters().problem(path))
+            .or_else(|| table.scan_filters().problem(path))
         {
             Some(problem) => Err(problem),
             None => Ok(()),

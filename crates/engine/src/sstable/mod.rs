@@ -9,6 +9,7 @@
 //! data block 0 | ... | data block n-1      entries, prefix-compressed (block.rs)
 //! filter block, or filter partitions + partition index   (filter_block.rs)
 //! value filter blocks, one per index        (value/table_filters.rs)
+//! scan filters: prefix and range filter    (scan_filter.rs)
 //! index block                              last key of each data block -> handle
 //! properties block                         counts, key range, filter facts,
 //!                                          value filter directory
@@ -34,6 +35,8 @@ mod inspect;
 mod iter;
 mod open_files;
 mod properties;
+mod scan_filter;
+mod scan_filter_builder;
 mod table;
 mod trailer;
 
@@ -51,12 +54,13 @@ pub(crate) use open_files::OpenFiles;
     reason = "the stub named it here; the db layer reaches it through `Table::properties`"
 )]
 pub(crate) use properties::Properties;
+pub(crate) use scan_filter::ScanProbe;
 pub(crate) use table::Table;
 pub(crate) use trailer::{BlockHandle, read_block};
 
 use std::sync::Arc;
 
-use crate::filter_policy::FilterChoice;
+use crate::filter_policy::{FilterChoice, ScanFilterChoice};
 use crate::options::Compression;
 use crate::value::IndexRecord;
 
@@ -75,4 +79,6 @@ pub(crate) struct TableOptions {
     pub partition_keys: u64,
     /// The value indexes whose leaves the table gets (none: no extraction).
     pub value_indexes: Arc<[IndexRecord]>,
+    /// Prefix and range filters.
+    pub scan: ScanFilterChoice,
 }

@@ -3,6 +3,7 @@
 
 #![deny(clippy::indexing_slicing)]
 
+use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, ParsedKey, SeqNo};
@@ -87,6 +88,9 @@ pub(crate) struct Properties {
     pub stored_data_bytes: u64,
     /// The value filter directory (format version 2; empty in version 1).
     pub value_filters: Vec<ValueFilterEntry>,
+    /// The scan filters block (format version 4; `None` before it, or for
+    /// a table written without prefix and range filters).
+    pub scan_filters: Option<BlockHandle>,
 }
 
 impl Properties {
@@ -121,6 +125,7 @@ impl Properties {
         put_varint(&mut out, self.raw_data_bytes);
         put_varint(&mut out, self.stored_data_bytes);
         encode_directory(&self.value_filters, &mut out);
+        self.scan_filters.unwrap_or_default().put_varints(&mut out);
         out
     }
 
@@ -160,6 +165,11 @@ impl Properties {
             decode_directory(&mut d, version)?
         } else {
             Vec::new()
+        };
+        let scan_filters = if version >= 4 {
+            Some(BlockHandle::read_varints(&mut d)?).filter(|h| *h != BlockHandle::default())
+        } else {
+            None
         };
         if !d.is_empty() {
             return Err(d.error("bytes after the last property"));
@@ -202,6 +212,7 @@ impl Properties {
             raw_data_bytes,
             stored_data_bytes,
             value_filters,
+            scan_filters,
         })
     }
 }
@@ -244,6 +255,10 @@ mod tests {
                     size: 12,
                 }),
             }],
+            scan_filters: Some(BlockHandle {
+                offset: 50,
+                size: 30,
+            }),
         }
     }
 
@@ -251,39 +266,57 @@ mod tests {
     fn round_trip_and_every_truncation_fails() {
         let props = sample();
         let bytes = props.encode();
-        assert_eq!(Properties::decode(&bytes, 3).unwrap(), props);
+        assert_eq!(Properties::decode(&bytes, 4).unwrap(), props);
         for cut in 0..bytes.len() {
             assert!(
-                Properties::decode(&bytes[..cut], 3).is_err(),
+                Properties::decode(&bytes[..cut], 4).is_err(),
                 "cut at {cut}"
             );
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(Properties::decode(&longer, 3).is_err());
+        assert!(Properties::decode(&longer, 4).is_err());
+    }
+
+    #[test]
+    fn version_3_has_no_scan_filters() {
+        let mut props = sample();
+        props.scan_filters = None;
+        let mut v3 = props.encode();
+        assert_eq!(
+            v3.split_off(v3.len() - 2),
+            [0, 0],
+            "no handle is two zero bytes"
+        );
+        assert_eq!(Properties::decode(&v3, 3).unwrap(), props);
+        assert_eq!(Properties::decode(&props.encode(), 4).unwrap(), props);
+        assert!(Properties::decode(&v3, 4).is_err());
     }
 
     #[test]
     fn version_1_has_no_directory() {
         let mut props = sample();
         props.value_filters.clear();
+        props.scan_filters = None;
         let mut v1 = props.encode();
+        v1.truncate(v1.len() - 2);
         assert_eq!(v1.pop(), Some(0), "an empty directory is one zero byte");
         assert_eq!(Properties::decode(&v1, 1).unwrap(), props);
         assert!(Properties::decode(&props.encode(), 1).is_err());
         assert!(Properties::decode(&v1, 2).is_err());
+        assert!(Properties::decode(&v1, 4).is_err());
     }
 
     #[test]
     fn impossible_values_are_refused() {
         let mut bad = sample();
         bad.min_seq = 10;
-        assert!(Properties::decode(&bad.encode(), 3).is_err());
+        assert!(Properties::decode(&bad.encode(), 4).is_err());
         let mut bad = sample();
         bad.distinct_keys = 11;
-        assert!(Properties::decode(&bad.encode(), 3).is_err());
+        assert!(Properties::decode(&bad.encode(), 4).is_err());
         let mut bad = sample();
         bad.smallest = b"short".to_vec();
-        assert!(Properties::decode(&bad.encode(), 3).is_err());
+        assert!(Properties::decode(&bad.encode(), 4).is_err());
     }
 }

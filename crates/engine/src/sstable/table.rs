@@ -14,6 +14,7 @@ use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::open_files::OpenFiles;
 use super::properties::Properties;
+use super::scan_filter::{ScanFilters, ScanProbe, common_prefix};
 use super::trailer::read_block;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
@@ -45,6 +46,8 @@ pub(crate) struct Table {
     filter: KeyFilter,
     /// The value index leaves, decoded at open.
     values: ValueFilters,
+    /// Prefix and range filters, decoded at open.
+    scan: ScanFilters,
     /// Format version from the footer.
     version: u32,
     properties: Properties,
@@ -151,6 +154,16 @@ impl Table {
             properties.data_blocks,
             limit,
         )?;
+        let scan = ScanFilters::load(
+            file.as_ref(),
+            &path,
+            properties.scan_filters,
+            limit,
+            common_prefix(
+                properties.smallest_user_key(),
+                properties.largest_user_key(),
+            ),
+        )?;
         Ok(Self {
             source,
             path,
@@ -159,6 +172,7 @@ impl Table {
             index,
             filter,
             values,
+            scan,
             version: footer.version,
             properties,
             properties_offset: footer.properties.offset,
@@ -182,6 +196,25 @@ impl Table {
     /// only the filter is asked.
     pub(crate) fn may_contain_in_range(&self, user_key: &[u8], hash: KeyHash) -> bool {
         self.properties.entries != 0 && self.filter.may_contain(user_key, hash)
+    }
+
+    /// `Some(false)` only if the table holds no key within the scan of
+    /// `probe` (whose bounds overlap the table's key range); `None` when
+    /// none of its scan filters applies.
+    pub(crate) fn may_hold(&self, probe: &ScanProbe) -> Option<bool> {
+        if self.properties.entries == 0 {
+            return Some(false);
+        }
+        self.scan.may_hold(
+            probe,
+            self.properties.smallest_user_key(),
+            self.properties.largest_user_key(),
+        )
+    }
+
+    /// The prefix and range filters.
+    pub(crate) fn scan_filters(&self) -> &ScanFilters {
+        &self.scan
     }
 
     /// Starts loading what [`Table::may_contain_in_range`] will read.

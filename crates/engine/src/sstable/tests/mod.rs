@@ -11,9 +11,10 @@ use sift_filter::KeyHash;
 
 use super::*;
 use crate::error::Error;
-use crate::filter_policy::{FilterChoice, FilterKindChoice};
+use crate::filter_policy::{FilterChoice, FilterKindChoice, ScanFilterChoice};
 
 mod damage;
+mod scan;
 mod values;
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, SeqNo, ValueKind};
@@ -34,6 +35,7 @@ fn options(
         filter,
         partition_keys,
         value_indexes: Arc::from(Vec::new()),
+        scan: ScanFilterChoice::NONE,
     }
 }
 
@@ -465,5 +467,5 @@ fn summary_reports_the_properties() {
     );
     assert!(summary.filter_readable);
     assert_eq!(summary.compression, Compression::Lz4);
-    assert_eq!(summary.format_version, 3);
+    assert_eq!(summary.format_version, 4);
 }

@@ -108,7 +108,7 @@ fn leaves_hold_every_extracted_value_and_few_others() {
     assert_eq!(cities.shape().probes, 7);
     assert!(cities.shape().bits <= 450 * 12, "{:?}", cities.shape());
     let summary = TableFile::open_in(&fs, &path).unwrap().properties();
-    assert_eq!(summary.format_version, 3);
+    assert_eq!(summary.format_version, 4);
     assert_eq!(summary.value_filters.len(), 2);
     assert!(summary.value_filters.iter().all(|v| v.readable));
     TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
@@ -123,14 +123,16 @@ fn tables_without_indexes_have_no_leaves() {
     assert!(matches!(table.value_filter(3), ValueLeaf::Missing));
 }
 
-/// Rewrites a version-2 table without leaves as version 1: the properties
-/// lose their empty directory, the footer says 1.
+/// Rewrites a table without leaves or scan filters as version 1: the
+/// properties lose their empty scan filter handle and empty directory, the
+/// footer says 1.
 fn downgrade(fs: &FaultInjectionFs, path: &std::path::Path) {
     let bytes = fs.contents(path).unwrap();
     let footer_at = bytes.len() - FOOTER_LEN;
     let mut footer = Footer::decode(&bytes[footer_at..]).unwrap();
     let props_at = footer.properties.offset as usize;
     let mut raw = bytes[props_at..props_at + footer.properties.size as usize].to_vec();
+    assert_eq!(raw.split_off(raw.len() - 2), [0, 0], "no scan filters");
     assert_eq!(raw.pop(), Some(0), "empty directory");
     let mut out = bytes[..props_at].to_vec();
     footer.properties.size = seal_block(&raw, Compression::None, &mut out) as u64;
