@@ -17,12 +17,24 @@ pub fn levels(out: &mut Output, stats: &Stats) -> Outcome {
         return out.json_line(&json!({ "levels": Value::Array(levels) }));
     }
     out.line(format!(
-        "{:<5} {:>6} {:>10} {:>10}  {:<20} {:>8} {:>9} {:>9} {:>8}",
-        "level", "tables", "bytes", "keys", "key filter", "bits/key", "probes", "said no", "FPR"
+        "{:<5} {:>6} {:>10} {:>10}  {:<20} {:>8} {:>9} {:>9} {:>8}  {:>10} {:>9} {:>9} {:>8}",
+        "level",
+        "tables",
+        "bytes",
+        "keys",
+        "key filter",
+        "bits/key",
+        "probes",
+        "said no",
+        "FPR",
+        "scan filt.",
+        "scans",
+        "empty",
+        "FP"
     ))?;
     for (level, s) in nonempty_levels(stats) {
         out.line(format!(
-            "L{level:<4} {:>6} {:>10} {:>10}  {:<20} {:>8.2} {:>9} {:>9} {:>8}",
+            "L{level:<4} {:>6} {:>10} {:>10}  {:<20} {:>8.2} {:>9} {:>9} {:>8}  {:>10} {:>9} {:>9} {:>8}",
             s.tables,
             human_bytes(s.bytes),
             s.distinct_keys,
@@ -32,9 +44,16 @@ pub fn levels(out: &mut Output, stats: &Stats) -> Outcome {
             s.filter_negatives,
             s.observed_fpr()
                 .map_or("-".into(), |fpr| format!("{:.3}%", fpr * 100.0)),
+            human_bytes(s.scan_filter_bytes),
+            s.scan_filter_probes,
+            s.scan_filter_empty,
+            s.scan_filter_false_positives,
         ))?;
     }
-    Ok(())
+    out.line(
+        "(scan filt.: prefix and range filter bytes; scans: bounded or prefix scans that asked \
+         them; empty: tables skipped; FP: tables read that held nothing in the scan's bounds)",
+    )
 }
 
 /// Prints one row per value index: what it extracts and how many tables carry its filter.
@@ -176,6 +195,10 @@ fn level_json(level: usize, s: &LevelStats) -> Value {
         "filter_negatives": s.filter_negatives,
         "filter_false_positives": s.filter_false_positives,
         "observed_fpr": s.observed_fpr(),
+        "scan_filter_bytes": s.scan_filter_bytes,
+        "scan_filter_probes": s.scan_filter_probes,
+        "scan_filter_empty": s.scan_filter_empty,
+        "scan_filter_false_positives": s.scan_filter_false_positives,
     })
 }
 
