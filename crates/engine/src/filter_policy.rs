@@ -170,10 +170,7 @@ impl FilterPolicy {
             (bits.is_finite() && bits > 0.0).then(|| (extractor.clone(), bits))
         });
         let range_bits_per_key = self.range_filter.as_ref().map_or(0.0, |range| {
-            let curve = FprCurve {
-                scale: 4.0 * range.range_len.max(1) as f64,
-                decay: std::f64::consts::LN_2,
-            };
+            let curve = FprCurve::range_filter(range.range_len);
             level_bits(&range.bits_per_key, level, projected, |_, _| curve)
         });
         ScanFilterChoice {

@@ -9,7 +9,10 @@ use crate::{
     ScalableBloom, StandardBloom,
 };
 
-/// Any filter kind, as read from an encoding whose header names the kind.
+/// Any key filter kind, as read from an encoding whose header names the
+/// kind. A [`RangeFilter`](crate::RangeFilter) (kind 9) answers ranges of
+/// `u64` keys, not key hashes: it is not one of them, and decoding it here
+/// is [`DecodeError::NotAKeyFilter`].
 ///
 /// A reader that gets `Err` from [`decode`](Self::decode) must treat the
 /// filter as answering "may contain" for every key: a filter that cannot be
@@ -36,7 +39,7 @@ pub enum AnyFilter {
 }
 
 impl AnyFilter {
-    /// Decodes whichever kind `bytes` holds.
+    /// Decodes whichever key filter kind `bytes` holds.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         Ok(match codec::peek_kind(bytes)? {
             FilterKind::StandardBloom => Self::Standard(StandardBloom::decode(bytes)?),
@@ -47,6 +50,7 @@ impl AnyFilter {
             FilterKind::ScalableBloom => Self::Scalable(ScalableBloom::decode(bytes)?),
             FilterKind::PartitionedBloom => Self::Partitioned(PartitionedBloom::decode(bytes)?),
             FilterKind::AtomicBloom => Self::Atomic(AtomicBloom::decode(bytes)?),
+            kind @ FilterKind::RangeFilter => return Err(DecodeError::NotAKeyFilter(kind)),
         })
     }
 

@@ -49,6 +49,8 @@ pub enum FilterKind {
     PartitionedBloom = 7,
     /// [`crate::AtomicBloom`].
     AtomicBloom = 8,
+    /// [`crate::RangeFilter`]: answers ranges of `u64` keys, not key hashes.
+    RangeFilter = 9,
 }
 
 impl FilterKind {
@@ -63,6 +65,7 @@ impl FilterKind {
             6 => Self::ScalableBloom,
             7 => Self::PartitionedBloom,
             8 => Self::AtomicBloom,
+            9 => Self::RangeFilter,
             other => return Err(DecodeError::UnknownKind(other)),
         })
     }

@@ -35,6 +35,12 @@ pub enum DecodeError {
         /// The kind the header names.
         found: FilterKind,
     },
+    /// A valid kind that answers other queries than the decoder's: a
+    /// [`RangeFilter`](crate::RangeFilter) (ranges of `u64` keys) given to
+    /// [`AnyFilter::decode`](crate::AnyFilter::decode), which reads key
+    /// filters.
+    #[error("filter kind {0:?} is not a key filter")]
+    NotAKeyFilter(FilterKind),
     /// Built with a hash function this build does not implement.
     #[error("unsupported hash kind {0}")]
     UnsupportedHash(u8),

@@ -16,11 +16,14 @@
 //! | [`ScalableBloom`] | sets of unknown size |
 //! | [`PartitionedBloom`] | one probe per partition of the bit array |
 //! | [`AtomicBloom`] | lock-free concurrent inserts |
+//! | [`RangeFilter`] | `u64` range emptiness (Grafite): FPR `≤ ℓ / 2^{B-2}` for any keys |
 //!
-//! All implement [`Filter`]; static kinds are built through a
-//! [`FilterBuilder`]. Sizing formulas live in [`math`]. Every kind has a
-//! self-describing, checksummed encoding whose decoder never panics;
-//! [`AnyFilter`] decodes whichever kind a byte string holds.
+//! All but [`RangeFilter`] implement [`Filter`]; static kinds are built
+//! through a [`FilterBuilder`]. [`RangeFilter`] takes `u64` keys and
+//! answers ranges of them, so it has its own interface. Sizing formulas
+//! live in [`math`]. Every kind has a self-describing, checksummed
+//! encoding whose decoder never panics; [`AnyFilter`] decodes whichever
+//! key filter a byte string holds.
 
 pub mod codec;
 pub mod math;
@@ -37,6 +40,7 @@ mod hash;
 mod partitioned;
 mod prefetch;
 mod probe;
+mod range;
 mod ribbon;
 mod scalable;
 mod standard;
@@ -52,6 +56,7 @@ pub use filter::{Filter, FilterBuilder};
 pub use hash::{HashKind, KeyHash, fastrange32, fastrange64, mix64};
 pub use partitioned::PartitionedBloom;
 pub use probe::DoubleHashing;
+pub use range::RangeFilter;
 pub use ribbon::{Ribbon, RibbonBuilder, StaticFilter};
 pub use scalable::ScalableBloom;
 pub use standard::{BloomShape, StandardBloom};

@@ -257,3 +257,54 @@ fn validation_refuses_bits_out_of_range() {
     };
     assert!(matches!(policy.validate(), Err(Error::InvalidArgument(_))));
 }
+
+#[test]
+fn range_filters_get_their_own_monkey_budget_and_leave_the_key_filters_alone() {
+    let shape = [10_000, 100_000, 1_000_000];
+    let with = FilterPolicy::default();
+    let without = FilterPolicy {
+        range_filter: None,
+        ..FilterPolicy::default()
+    };
+    let bits: Vec<f64> = (0..3)
+        .map(|level| with.choose_scan(level, &shape).range_bits_per_key)
+        .collect();
+    assert!(
+        bits.is_sorted_by(|a, b| a > b),
+        "deeper levels get fewer bits: {bits:?}"
+    );
+    let spent: f64 = bits.iter().zip(shape).map(|(b, n)| b * n as f64).sum();
+    let budget = 12.0 * shape.iter().sum::<u64>() as f64;
+    assert!(
+        (spent - budget).abs() < 1e-6 * budget,
+        "{spent} of {budget}"
+    );
+    // Neighbours 10x apart are ln(10) / ln(2) = 3.32 bits/key apart.
+    assert!((bits[0] - bits[1] - 10f64.log2()).abs() < 1e-9, "{bits:?}");
+    for level in 0..3 {
+        assert_eq!(with.choose(level, &shape), without.choose(level, &shape));
+        assert_eq!(without.choose_scan(level, &shape), ScanFilterChoice::NONE);
+    }
+}
+
+#[test]
+fn prefix_filters_take_the_key_filters_bits_even_without_key_filters() {
+    let shape = [10_000, 100_000];
+    let policy = FilterPolicy {
+        prefix_extractor: Some(PrefixExtractor::Fixed(4)),
+        whole_key_filtering: false,
+        ..FilterPolicy::default()
+    };
+    let keyed = FilterPolicy::default();
+    for level in 0..2 {
+        assert_eq!(policy.choose(level, &shape), FilterChoice::NONE);
+        let (extractor, bits) = policy.choose_scan(level, &shape).prefix.unwrap();
+        assert_eq!(extractor, PrefixExtractor::Fixed(4));
+        assert_eq!(bits, keyed.choose(level, &shape).bits_per_key);
+    }
+    let zero = FilterPolicy {
+        prefix_extractor: Some(PrefixExtractor::Fixed(0)),
+        ..FilterPolicy::default()
+    };
+    assert!(matches!(zero.validate(), Err(Error::InvalidArgument(_))));
+}

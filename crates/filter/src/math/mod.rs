@@ -29,13 +29,23 @@
 //! non-member matches them with probability `2^{-b/(1+ε)}`: [`ribbon_fpr`]
 //! gives the exact figure for the layout the builder plans.
 //!
+//! A range filter of `B` bits/key (Grafite) answers an empty range of `ℓ`
+//! keys falsely with probability at most `ℓ / 2^{B-2}`, for any keys:
+//! [`range_filter_fpr`], inverted by [`range_filter_bits_per_key`]; its
+//! hash space is [`range_filter_hash_space`].
+//!
 //! Across the levels of an LSM tree, [`monkey_bits_per_key`] spends a memory
 //! budget where it removes the most expected reads (Monkey, SIGMOD 2017),
 //! with each level's own [`FprCurve`].
 
 mod monkey;
+mod range;
 
 pub use monkey::{FprCurve, monkey_bits_per_key};
+pub use range::{
+    RANGE_FILTER_MAX_HASH_SPACE, range_filter_bits_per_key, range_filter_fpr,
+    range_filter_hash_space,
+};
 
 use std::f64::consts::LN_2;
 

@@ -110,6 +110,24 @@ impl FprCurve {
         }
     }
 
+    /// A range filter ([`RangeFilter`](crate::RangeFilter)) asked about
+    /// empty ranges of `range_len` keys (0 counts as 1): its bound
+    /// `ℓ / 2^{b-2}` ([`range_filter_fpr`]) is `4ℓ · e^{-b ln 2}`, exactly,
+    /// for every `b`. A bound, not an estimate: on keys spread at random
+    /// the FPR is `1 - e^{-ℓ/2^{b-2}}`, a little under it, and ranges that
+    /// fall between keys of one block are never false positives, so
+    /// clustered keys do better. A range filter needs at least 2 bits per
+    /// key; a level given less must go without.
+    ///
+    /// [`range_filter_fpr`]: super::range_filter_fpr
+    #[must_use]
+    pub fn range_filter(range_len: u64) -> Self {
+        Self {
+            scale: 4.0 * range_len.max(1) as f64,
+            decay: LN_2,
+        }
+    }
+
     /// The modelled FPR at `bits_per_key`: `min(1, a·e^{-c·b})`, and 1 (no
     /// filter) at 0 bits or fewer.
     #[must_use]
@@ -234,7 +252,7 @@ fn solve_mu(live: &[Level], cap: f64, total: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::math::{blocked_bloom_fpr, ribbon_fpr};
+    use crate::math::{blocked_bloom_fpr, range_filter_fpr, ribbon_fpr};
 
     fn on(curve: FprCurve, entries: &[u64]) -> Vec<(u64, FprCurve)> {
         entries.iter().map(|&n| (n, curve)).collect()
@@ -412,6 +430,23 @@ mod tests {
         assert!(worst < 1.32f64.ln(), "{worst}");
         // Flatter than Bloom's curve: blocking costs more the more bits.
         assert!(curve.decay < FprCurve::BLOOM.decay);
+    }
+
+    #[test]
+    fn range_filter_curve_is_the_bound() {
+        for len in [0u64, 1, 16, 1_024] {
+            let curve = FprCurve::range_filter(len);
+            for tenth in 1..=400 {
+                let b = f64::from(tenth) / 10.0;
+                let (model, bound) = (curve.fpr(b), range_filter_fpr(len, b));
+                assert!((model - bound).abs() <= 1e-12 * bound, "{len} {b}");
+            }
+        }
+        // Neighbours a size ratio T apart sit log2(T) bits/key apart.
+        let curve = FprCurve::range_filter(16);
+        let levels = [(10_000u64, curve), (100_000, curve)];
+        let bits = monkey_bits_per_key(&levels, 12.0 * 110_000.0, f64::INFINITY);
+        assert!((bits[0] - bits[1] - 10f64.log2()).abs() < 1e-9, "{bits:?}");
     }
 
     #[test]
