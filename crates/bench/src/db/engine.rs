@@ -19,15 +19,18 @@ pub struct Settings {
     pub bits_per_key: f64,
 }
 
-/// Filter counters since the engine was opened. `false_positives` is
+/// Filter counters since the engine was opened (of one kind of filter:
+/// [`Engine::filter_counters`], [`Engine::scan_filter_counters`]). `false_positives` is
 /// `None` where the engine does not tell a false positive from a true one.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FilterCounters {
-    /// Filters consulted by point lookups.
+    /// Filters consulted.
     pub probes: u64,
-    /// Filter answers "no": table reads avoided.
+    /// Filter answers "no" ("no such key", "nothing in this range"): table
+    /// reads avoided.
     pub negatives: u64,
-    /// "Maybe" answers for tables without the key.
+    /// "Maybe" answers for tables without the key (or without a key in
+    /// the scanned range).
     pub false_positives: Option<u64>,
 }
 
@@ -47,7 +50,14 @@ pub struct Shape {
     pub tables: u64,
     /// Bits of key filter per stored entry, where the engine reports it.
     pub filter_bits_per_key: Option<f64>,
+    /// Bits of scan filters (prefix and range filters, apart from the key
+    /// filters) per stored entry, where the engine has them apart.
+    pub scan_filter_bits_per_key: Option<f64>,
 }
+
+/// What a scan hands each entry it reads: the key and the value's length.
+/// An error stops the scan and is returned by it.
+pub type Visit<'a> = &'a mut dyn FnMut(&[u8], usize) -> anyhow::Result<()>;
 
 /// One engine, opened on a directory.
 pub trait Engine: Sync {
@@ -65,12 +75,32 @@ pub trait Engine: Sync {
 
     /// Reads the first entry at or after `key`: its value length.
     fn seek(&self, key: &[u8]) -> anyhow::Result<Option<usize>>;
+    /// Opens an iterator bounded to `[lower, upper)` (the engine's own
+    /// bounds, so its filters and file boundaries can use them) and hands
+    /// `visit` its first `limit` entries, in key order; returns how many.
+    fn scan(
+        &self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+        visit: Visit<'_>,
+    ) -> anyhow::Result<usize>;
+    /// The engine's prefix scan: hands `visit` every entry whose key starts
+    /// with `prefix`, in key order; returns how many.
+    fn prefix(&self, prefix: &[u8], visit: Visit<'_>) -> anyhow::Result<usize>;
     /// Flushes the memtable and waits until no flush or compaction runs.
     fn settle(&self) -> anyhow::Result<()>;
     /// Compacts everything into the last level.
     fn compact(&self) -> anyhow::Result<()>;
-    /// Filter counters since open (zero where they are off, see [`Pass`]).
+    /// Key filter counters since open (zero where they are off, see
+    /// [`Pass`]).
     fn filter_counters(&self) -> FilterCounters;
+    /// Scan filter (prefix or range filter) counters since open: probes by
+    /// bounded and prefix scans, and "nothing here" answers. The default,
+    /// for an engine without scan filters, counts nothing.
+    fn scan_filter_counters(&self) -> FilterCounters {
+        FilterCounters::default()
+    }
     /// For an engine whose filter counters cost time and so are off in a
     /// [`Pass::Timed`] open: copies the store as it is now into `dir` (which
     /// must not exist) and returns `true`, so a [`Pass::Counted`] open of the

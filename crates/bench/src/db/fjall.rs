@@ -1,6 +1,8 @@
 //! fjall (crates.io) as a contender, configured like Sift: Bloom filters at
 //! the same bits/key on every level and pinned in memory, no compression,
-//! the same memtable, table and cache sizes, leveled compaction.
+//! the same memtable, table and cache sizes, leveled compaction. fjall has
+//! no prefix or range filters: every store gets the same configuration, and
+//! its scans are bounded by its own `range` and `prefix`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use fjall::config::{
 };
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 
-use super::engine::{Engine, FilterCounters, Settings, Shape};
+use super::engine::{Engine, FilterCounters, Settings, Shape, Visit};
 
 /// A fjall database with one keyspace.
 pub struct Fjall {
@@ -67,6 +69,20 @@ impl Engine for Fjall {
         }
     }
 
+    fn scan(
+        &self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+        visit: Visit<'_>,
+    ) -> anyhow::Result<usize> {
+        visit_all(self.keyspace.range(lower..upper), limit, visit)
+    }
+
+    fn prefix(&self, prefix: &[u8], visit: Visit<'_>) -> anyhow::Result<usize> {
+        visit_all(self.keyspace.prefix(prefix), usize::MAX, visit)
+    }
+
     fn settle(&self) -> anyhow::Result<()> {
         self.keyspace.rotate_memtable_and_wait()?;
         // fjall has no "wait for compactions": poll until nothing runs or
@@ -98,6 +114,22 @@ impl Engine for Fjall {
         Shape {
             tables: self.keyspace.table_count() as u64,
             filter_bits_per_key: None,
+            scan_filter_bits_per_key: None,
         }
     }
+}
+
+/// Hands `visit` the entries of `iter`, at most `limit`; returns how many.
+fn visit_all(
+    iter: impl Iterator<Item = fjall::Guard>,
+    limit: usize,
+    visit: Visit<'_>,
+) -> anyhow::Result<usize> {
+    let mut count = 0;
+    for guard in iter.take(limit) {
+        let (key, value) = guard.into_inner()?;
+        visit(&key, value.len())?;
+        count += 1;
+    }
+    Ok(count)
 }

@@ -10,11 +10,18 @@
 //! 1. `fillrandom`: every key once, in random order; then flush and wait
 //!    until no flush or compaction runs. That is the **loaded** shape: many
 //!    tables in several levels, level 0 below its compaction trigger.
-//! 2. `readrandom`, `readmissing`, `seekrandom`, `readwhilewriting` on it,
-//!    each at every `--threads` count, in an order rotated by one per
-//!    repetition (see [`threads`]).
-//! 3. Full compaction: the **compacted** shape, the same four reads again.
-//! 4. `fillseq` into a second fresh directory.
+//! 2. `readrandom`, `readmissing`, `multireadrandom`, `multireadmissing`,
+//!    `seekrandom`, `readwhilewriting`, `seekrandombounded` on it, each at
+//!    every `--threads` count, in an order rotated by one per repetition
+//!    (see [`threads`]).
+//! 3. Full compaction: the **compacted** shape, the same reads again.
+//! 4. Only when `--workloads` names them, the scan workloads that need a
+//!    store of their own (see [`stores`]): for each such store, a fresh
+//!    directory, a load in random order (untimed, not reported), flush and
+//!    wait, its reads in the loaded shape, full compaction, its reads in the
+//!    compacted shape. `seekempty16`, `seekempty1024` on the gapped integer
+//!    keys; `prefixhit`, `prefixmissing` on the prefixed keys.
+//! 5. `fillseq` into a fresh directory.
 //!
 //! Filter counters that cost an engine time (RocksDB's statistics) are off
 //! in the timed runs; such an engine's counters come from an untimed pass of
@@ -24,10 +31,13 @@
 
 mod engine;
 mod fjall;
+mod plan;
 mod report;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
+mod scan;
 mod sift;
+mod stores;
 mod threads;
 mod workload;
 
@@ -37,7 +47,9 @@ use anyhow::{Context, bail};
 
 use crate::filters::keys;
 use engine::{Engine, Pass, Settings};
+use plan::{Plan, select};
 use report::{Row, Sample, Shape};
+use stores::Store;
 use workload::{Keys, Workload};
 
 /// Options of `sift-bench db`.
@@ -73,8 +85,12 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
 
-    /// Read workloads to run (comma-separated; default all): readrandom,
-    /// readmissing, seekrandom, readwhilewriting. The fills always run.
+    /// Read workloads to run (comma-separated), or `all`. Default: those
+    /// on the main store, readrandom, readmissing, multireadrandom,
+    /// multireadmissing, seekrandom, readwhilewriting, seekrandombounded.
+    /// Opt-in, each pair loading a store of its own: seekempty16,
+    /// seekempty1024 (empty bounded ranges over integer keys); prefixhit,
+    /// prefixmissing (prefix scans). The fills always run.
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
 
@@ -115,12 +131,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for name in &args.engines {
         check_engine(name)?;
     }
-    let known: Vec<&str> = Workload::READS.iter().map(|w| w.name()).collect();
-    if let Some(bad) = args.workloads.iter().find(|w| !known.contains(&w.as_str())) {
-        bail!(
-            "unknown read workload {bad:?}: choose from {}",
-            known.join(", ")
-        );
+    let selected = select(&args.workloads)?;
+    if selected.iter().any(|w| w.store() == Store::Gapped) {
+        stores::Gapped::new(args.seed, args.num)?;
     }
     let settings = Settings {
         memtable_bytes: args.memtable_mib << 20,
@@ -162,8 +175,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         threads.rotate_left(rep as usize % thread_counts.len());
         for name in &order {
             eprintln!("rep {}/{}: {name}", rep + 1, args.reps);
+            let plan = Plan {
+                settings: &settings,
+                keys: &keys,
+                workloads: &selected,
+                threads: &threads,
+            };
             for (workload, shape, threads, sample) in
-                run_engine(name, args, &settings, &keys, &present, &sorted, &threads)?
+                run_engine(name, args, plan, &present, &sorted)?
             {
                 samples
                     .entry((name.clone(), workload, shape, threads))
@@ -182,20 +201,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// One engine's whole sequence (see the module docs), each read workload at
-/// each count of `threads` in that order; the fills run on one thread.
+/// each thread count of the plan in that order; the fills run on one thread.
 fn run_engine(
     name: &str,
     args: &Args,
-    settings: &Settings,
-    keys: &Keys,
+    plan: Plan<'_>,
     present: &[keys::Key],
     sorted: &[keys::Key],
-    threads: &[usize],
 ) -> anyhow::Result<Vec<(Workload, Shape, usize, Sample)>> {
+    let (settings, keys, selected) = (plan.settings, plan.keys, plan.workloads);
     let mut out = Vec::new();
-    let dir = args.dir.create()?;
     {
-        let engine = open(name, dir.path(), settings, Pass::Timed)?;
+        let dir = args.dir.create()?;
+        let engine = open(name, dir.path(), settings, Store::Random, Pass::Timed)?;
         let fill = workload::run_fill(engine.as_ref(), present)?;
         out.push((
             Workload::FillRandom,
@@ -203,43 +221,38 @@ fn run_engine(
             1,
             Sample::of(&fill, engine.as_ref(), dir.path(), false),
         ));
-        engine.settle()?;
-        let shapes: &[Shape] = if args.no_compact {
-            &[Shape::Loaded]
-        } else {
-            &[Shape::Loaded, Shape::Compacted]
-        };
-        for &shape in shapes {
-            if shape == Shape::Compacted {
-                engine.compact()?;
-            }
-            let selected = Workload::READS.into_iter().filter(|w| {
-                args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name())
-            });
-            for workload in selected {
-                for &threads in threads {
-                    eprintln!(
-                        "  {} ({}, {threads} thread{})",
-                        workload.name(),
-                        shape.name(),
-                        if threads == 1 { "" } else { "s" }
-                    );
-                    let sample = read(
-                        name,
-                        engine.as_ref(),
-                        dir.path(),
-                        (workload, threads),
-                        args,
-                        settings,
-                        keys,
-                    )?;
-                    out.push((workload, shape, threads, sample));
-                }
-            }
+        if selected.iter().any(|w| w.store() == Store::Random) {
+            read_shapes(
+                name,
+                engine.as_ref(),
+                dir.path(),
+                args,
+                plan,
+                Store::Random,
+                &mut out,
+            )?;
         }
     }
+    for store in [Store::Gapped, Store::Prefixed] {
+        if !selected.iter().any(|w| w.store() == store) {
+            continue;
+        }
+        eprintln!("  load of the store of {}", store.name());
+        let dir = args.dir.create()?;
+        let engine = open(name, dir.path(), settings, store, Pass::Timed)?;
+        workload::run_fill(engine.as_ref(), &store.fill_keys(keys.seed, keys.present)?)?;
+        read_shapes(
+            name,
+            engine.as_ref(),
+            dir.path(),
+            args,
+            plan,
+            store,
+            &mut out,
+        )?;
+    }
     let dir = args.dir.create()?;
-    let engine = open(name, dir.path(), settings, Pass::Timed)?;
+    let engine = open(name, dir.path(), settings, Store::Random, Pass::Timed)?;
     let fill = workload::run_fill(engine.as_ref(), sorted)?;
     out.push((
         Workload::FillSeq,
@@ -250,8 +263,47 @@ fn run_engine(
     Ok(out)
 }
 
-/// Runs read `workload` on `engine` (its store in `dir`) on `threads`
-/// threads, timed. For an
+/// On `engine` (its `store` in `dir`, just loaded): flush and wait, then
+/// the plan's reads of `store` in the loaded shape, then (unless
+/// `--no-compact`) a full compaction and the same reads again.
+fn read_shapes(
+    name: &str,
+    engine: &dyn Engine,
+    dir: &std::path::Path,
+    args: &Args,
+    plan: Plan<'_>,
+    store: Store,
+    out: &mut Vec<(Workload, Shape, usize, Sample)>,
+) -> anyhow::Result<()> {
+    let (settings, keys) = (plan.settings, plan.keys);
+    engine.settle()?;
+    let shapes: &[Shape] = if args.no_compact {
+        &[Shape::Loaded]
+    } else {
+        &[Shape::Loaded, Shape::Compacted]
+    };
+    for &shape in shapes {
+        if shape == Shape::Compacted {
+            engine.compact()?;
+        }
+        for &workload in plan.workloads.iter().filter(|w| w.store() == store) {
+            for &threads in plan.threads {
+                eprintln!(
+                    "  {} ({}, {threads} thread{})",
+                    workload.name(),
+                    shape.name(),
+                    if threads == 1 { "" } else { "s" }
+                );
+                let sample = read(name, engine, dir, (workload, threads), args, settings, keys)?;
+                out.push((workload, shape, threads, sample));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs read `workload` on `engine` (its store in `dir`, the workload's
+/// [`Workload::store`]) on `threads` threads, timed. For an
 /// engine whose filter counters are off when timed, first copies the store as
 /// the workload finds it, then runs the same workload (the same keys, the
 /// same threads) untimed
@@ -267,7 +319,7 @@ fn read(
     settings: &Settings,
     keys: &Keys,
 ) -> anyhow::Result<Sample> {
-    let all_absent = workload == Workload::ReadMissing;
+    let all_absent = workload.all_absent();
     let scratch = args.dir.create()?;
     let copy = scratch.path().join(name);
     let counted_apart = engine.copy_for_counting(&copy)?;
@@ -276,7 +328,7 @@ fn read(
     // pass gives its background work time to finish.
     let mut sample = Sample::of(&timed, engine, dir, all_absent);
     if counted_apart {
-        let counting = open(name, &copy, settings, Pass::Counted)?;
+        let counting = open(name, &copy, settings, workload.store(), Pass::Counted)?;
         let counted = workload::run_read(counting.as_ref(), workload, keys, args.reads, threads)?;
         sample.count_filters(&counted, all_absent);
     }
@@ -309,10 +361,12 @@ fn check_engine(name: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Opens engine `name` on `dir`, configured for `store`.
 fn open(
     name: &str,
     dir: &std::path::Path,
     settings: &Settings,
+    store: Store,
     #[cfg_attr(
         not(feature = "rocksdb"),
         expect(
@@ -324,10 +378,10 @@ fn open(
 ) -> anyhow::Result<Box<dyn Engine>> {
     check_engine(name)?;
     Ok(match name {
-        "sift" => Box::new(sift::Sift::open(dir, settings)?),
+        "sift" => Box::new(sift::Sift::open(dir, settings, store)?),
         "fjall" => Box::new(fjall::Fjall::open(dir, settings)?),
         #[cfg(feature = "rocksdb")]
-        "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings, pass)?),
+        "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings, store, pass)?),
         other => bail!("unknown engine {other:?}"),
     })
 }
@@ -372,7 +426,7 @@ mod tests {
         let mut probes = BTreeMap::new();
         for &name in ENGINES {
             let dir = tempfile::tempdir()?;
-            let engine = open(name, dir.path(), &settings, Pass::Timed)?;
+            let engine = open(name, dir.path(), &settings, Store::Random, Pass::Timed)?;
             workload::run_fill(engine.as_ref(), &keys::generate(7, 0, 5000))?;
             engine.compact()?;
             for workload in [Workload::ReadRandom, Workload::ReadMissing] {
@@ -414,7 +468,13 @@ mod tests {
             missing: 5000,
         };
         let dir = tempfile::tempdir()?;
-        let engine = open("sift", dir.path(), &small_settings(), Pass::Timed)?;
+        let engine = open(
+            "sift",
+            dir.path(),
+            &small_settings(),
+            Store::Random,
+            Pass::Timed,
+        )?;
         let empty = workload::run_read(engine.as_ref(), Workload::ReadRandom, &keys, 100, 2);
         assert!(
             empty.is_err(),
@@ -422,7 +482,10 @@ mod tests {
         );
         workload::run_fill(engine.as_ref(), &keys::generate(7, 0, 5000))?;
         engine.compact()?;
-        for workload in Workload::READS {
+        for workload in Workload::READS
+            .into_iter()
+            .filter(|w| w.store() == Store::Random)
+        {
             let run = workload::run_read(engine.as_ref(), workload, &keys, 1000, 3)?;
             assert_eq!(run.ops, 3000, "{}", workload.name());
             if workload == Workload::ReadRandom {

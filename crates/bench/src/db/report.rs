@@ -39,6 +39,7 @@ pub struct Sample {
     probes_per_op: f64,
     fpr: Option<f64>,
     filter_bits_per_key: Option<f64>,
+    scan_filter_bits_per_key: Option<f64>,
     tables: u64,
     disk_bytes: u64,
 }
@@ -62,6 +63,7 @@ impl Sample {
             probes_per_op: 0.0,
             fpr: None,
             filter_bits_per_key: shape.filter_bits_per_key,
+            scan_filter_bits_per_key: shape.scan_filter_bits_per_key,
             tables: shape.tables,
             disk_bytes: disk_bytes(dir),
         };
@@ -106,11 +108,17 @@ pub struct Row {
     /// Threads that ran the workload's operations at once (the fills: 1;
     /// `readwhilewriting`: its readers, the writer not counted).
     threads: usize,
+    /// Which filters `probes_per_op` and `fpr` count: `key` filters, or
+    /// `scan` filters (prefix and range filters) for the scan workloads.
+    filters: &'static str,
     ops_per_sec: f64,
     cpu_ops_per_sec: f64,
     probes_per_op: f64,
     fpr: Option<f64>,
     filter_bits_per_key: Option<f64>,
+    /// Bits of prefix and range filters per entry, where the engine keeps
+    /// them apart from the key filters (Sift).
+    scan_filter_bits_per_key: Option<f64>,
     tables: u64,
     disk_bytes: u64,
     /// `(max - min) / median` of ops/s over repetitions: the noise.
@@ -138,11 +146,13 @@ impl Row {
             workload: workload.name(),
             shape: shape.name(),
             threads,
+            filters: if workload.scans() { "scan" } else { "key" },
             ops_per_sec: ops.median,
             cpu_ops_per_sec: median(|s| s.cpu_ops_per_sec),
             probes_per_op: median(|s| s.probes_per_op),
             fpr: optional(|s| s.fpr),
             filter_bits_per_key: optional(|s| s.filter_bits_per_key),
+            scan_filter_bits_per_key: optional(|s| s.scan_filter_bits_per_key),
             tables: median(|s| s.tables as f64) as u64,
             disk_bytes: median(|s| s.disk_bytes as f64) as u64,
             ops_spread: ops.relative_range(),
@@ -178,6 +188,7 @@ pub fn table(rows: &[Row]) -> String {
         "probes/op",
         "fpr %",
         "bits/key",
+        "scan b/key",
         "tables",
         "disk MiB",
     ]);
@@ -211,6 +222,8 @@ pub fn table(rows: &[Row]) -> String {
                 r.fpr.map_or("-".into(), |p| format!("{:.3}", p * 100.0)),
                 r.filter_bits_per_key
                     .map_or("-".into(), |b| format!("{b:.2}")),
+                r.scan_filter_bits_per_key
+                    .map_or("-".into(), |b| format!("{b:.2}")),
                 r.tables.to_string(),
                 format!("{:.1}", r.disk_bytes as f64 / (1 << 20) as f64),
             ]);
@@ -218,6 +231,9 @@ pub fn table(rows: &[Row]) -> String {
         })
         .collect();
     let mut out = render(&headers, &cells);
+    if rows.iter().any(|r| r.filters == "scan") {
+        out.push_str(SCAN_NOTE);
+    }
     if with_rocksdb {
         out.push_str(ROCKSDB_NOTE);
     }
@@ -274,6 +290,11 @@ pub fn scaling(rows: &[Row]) -> Option<String> {
     ))
 }
 
+/// Below the table when a scan workload ran.
+const SCAN_NOTE: &str = "seekrandombounded, seekempty*, prefix*: probes/op and fpr % count \
+                         scan filters (Sift's prefix and range filters, RocksDB's prefix \
+                         Bloom; fjall has none), not key filters.\n";
+
 /// Below the table when RocksDB ran (see `super::read`).
 const ROCKSDB_NOTE: &str = "rocksdb: probes/op and fpr % come from an untimed pass of each \
                             read workload over a copy of the store with statistics on; \
@@ -289,11 +310,13 @@ mod tests {
             workload: "readmissing",
             shape: "loaded",
             threads: 1,
+            filters: "key",
             ops_per_sec,
             cpu_ops_per_sec: ops_per_sec,
             probes_per_op: 1.0,
             fpr: Some(0.01),
             filter_bits_per_key: None,
+            scan_filter_bits_per_key: None,
             tables: 3,
             disk_bytes: 1 << 20,
             ops_spread: 0.0,

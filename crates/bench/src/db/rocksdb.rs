@@ -8,6 +8,13 @@
 //! open: RocksDB 7's C API cannot lower the statistics level, and the default
 //! one also times every read. Timed passes run without them; the harness
 //! counts on a checkpoint of the store ([`Engine::copy_for_counting`]).
+//!
+//! On the [`Store::Prefixed`] store RocksDB also gets a fixed prefix
+//! extractor of [`PREFIX_LEN`] bytes, so its full filters hold the prefixes
+//! beside the whole keys (its prefix Bloom, as Sift's prefix filters), and
+//! prefix scans set `prefix_same_as_start` and an upper bound. RocksDB has
+//! no range filter: bounded scans set `iterate_upper_bound`, which lets it
+//! skip files past the bound.
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,10 +23,11 @@ use anyhow::Context;
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DB, DBCompactionStyle,
-    DBCompressionType, Options,
+    DBCompressionType, Options, ReadOptions, SliceTransform,
 };
 
-use super::engine::{Engine, FilterCounters, Pass, Settings, Shape};
+use super::engine::{Engine, FilterCounters, Pass, Settings, Shape, Visit};
+use super::stores::{PREFIX_LEN, Store};
 use crate::filters::keys::Key;
 
 /// Sift's data block size (`DbBuilder::block_bytes` default; the harness
@@ -39,6 +47,9 @@ const LEVELS: usize = 7;
 const USEFUL: &str = "rocksdb.bloom.filter.useful";
 const FULL_POSITIVE: &str = "rocksdb.bloom.filter.full.positive";
 const FULL_TRUE_POSITIVE: &str = "rocksdb.bloom.filter.full.true.positive";
+/// Prefix filter checks by iterator seeks, and "no" answers among them.
+const PREFIX_CHECKED: &str = "rocksdb.bloom.filter.prefix.checked";
+const PREFIX_USEFUL: &str = "rocksdb.bloom.filter.prefix.useful";
 
 /// A RocksDB database with the default column family.
 pub struct RocksDb {
@@ -49,9 +60,9 @@ pub struct RocksDb {
 }
 
 impl RocksDb {
-    /// Opens (creates) the database in `dir`, with statistics in a counted
-    /// pass only.
-    pub fn open(dir: &Path, settings: &Settings, pass: Pass) -> anyhow::Result<Self> {
+    /// Opens (creates) the database in `dir`, configured for `store`, with
+    /// statistics in a counted pass only.
+    pub fn open(dir: &Path, settings: &Settings, store: Store, pass: Pass) -> anyhow::Result<Self> {
         let cache = Cache::new_lru_cache(usize::try_from(settings.cache_bytes)?)?;
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
@@ -70,6 +81,11 @@ impl RocksDb {
         options.set_write_buffer_size(usize::try_from(settings.memtable_bytes)?);
         options.set_target_file_size_base(settings.table_bytes);
         options.set_compaction_style(DBCompactionStyle::Level);
+        if store == Store::Prefixed {
+            // The memtable gets no prefix Bloom: the reads run on flushed
+            // stores, whose memtables are empty (and Sift's has none).
+            options.set_prefix_extractor(SliceTransform::create_fixed_prefix(PREFIX_LEN));
+        }
         if pass == Pass::Counted {
             options.enable_statistics();
         }
@@ -84,6 +100,30 @@ impl RocksDb {
         let db =
             DB::open_cf_descriptors(&options, dir, [default]).context("cannot open RocksDB")?;
         Ok(Self { db, options })
+    }
+
+    /// Seeks an iterator with `options` to `from` and hands `visit` up to
+    /// `limit` entries.
+    fn visit_from(
+        &self,
+        options: ReadOptions,
+        from: &[u8],
+        limit: usize,
+        visit: Visit<'_>,
+    ) -> anyhow::Result<usize> {
+        let mut iter = self.db.raw_iterator_opt(options);
+        iter.seek(from);
+        let mut count = 0;
+        while count < limit {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            visit(key, value.len())?;
+            count += 1;
+            iter.next();
+        }
+        iter.status()?;
+        Ok(count)
     }
 
     fn busy(&self) -> anyhow::Result<bool> {
@@ -135,6 +175,37 @@ impl Engine for RocksDb {
         Ok(iter.value().map(<[u8]>::len))
     }
 
+    fn scan(
+        &self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+        visit: Visit<'_>,
+    ) -> anyhow::Result<usize> {
+        let mut options = ReadOptions::default();
+        options.set_iterate_upper_bound(upper);
+        self.visit_from(options, lower, limit, visit)
+    }
+
+    /// A prefix seek (`prefix_same_as_start`, which uses the prefix filters
+    /// of the [`Store::Prefixed`] store), bounded above by the prefix's end
+    /// as well.
+    fn prefix(&self, prefix: &[u8], visit: Visit<'_>) -> anyhow::Result<usize> {
+        let mut options = ReadOptions::default();
+        options.set_prefix_same_as_start(true);
+        if let Some(end) = prefix_end(prefix) {
+            options.set_iterate_upper_bound(end);
+        }
+        let mut within = |key: &[u8], len: usize| {
+            anyhow::ensure!(
+                key.starts_with(prefix),
+                "rocksdb: a prefix scan left its prefix"
+            );
+            visit(key, len)
+        };
+        self.visit_from(options, prefix, usize::MAX, &mut within)
+    }
+
     fn settle(&self) -> anyhow::Result<()> {
         self.db.flush()?;
         // The C API of RocksDB 7 has no "wait for compactions": poll until
@@ -174,6 +245,19 @@ impl Engine for RocksDb {
         }
     }
 
+    /// Prefix filter counters (RocksDB has no range filter); zero in a
+    /// timed pass. RocksDB does not tell false positives apart.
+    fn scan_filter_counters(&self) -> FilterCounters {
+        let Some(stats) = self.options.get_statistics() else {
+            return FilterCounters::default();
+        };
+        FilterCounters {
+            probes: ticker(&stats, PREFIX_CHECKED).unwrap_or(0),
+            negatives: ticker(&stats, PREFIX_USEFUL).unwrap_or(0),
+            false_positives: None,
+        }
+    }
+
     /// A checkpoint: hard links to the tables, copies of the small files.
     /// RocksDB flushes the memtable first; the harness copies only after a
     /// flush (settle or compaction) and reads, so there is nothing to flush
@@ -205,6 +289,8 @@ impl Engine for RocksDb {
         Shape {
             tables,
             filter_bits_per_key,
+            // The prefixes share the full filter with the keys.
+            scan_filter_bits_per_key: None,
         }
     }
 }
@@ -219,6 +305,16 @@ fn ticker(stats: &str, name: &str) -> Option<u64> {
             .strip_prefix("COUNT")?;
         rest.trim_start().strip_prefix(':')?.trim().parse().ok()
     })
+}
+
+/// The least key above every key that starts with `prefix` (the exclusive
+/// upper bound of a prefix scan), or `None` when no key is (`prefix` is all
+/// `0xff`).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut end = prefix[..=last].to_vec();
+    end[last] += 1;
+    Some(end)
 }
 
 /// The value of `name` in the text of `rocksdb.aggregated-table-properties`,
@@ -246,6 +342,16 @@ mod tests {
         assert_eq!(ticker(stats, FULL_TRUE_POSITIVE), Some(25));
         assert_eq!(ticker(stats, "rocksdb.db.get.micros"), None);
         assert_eq!(ticker(stats, "rocksdb.absent"), None);
+    }
+
+    #[test]
+    fn prefix_end_bounds_exactly_the_prefix() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff\xff"), None);
+        let end = prefix_end(b"p\x00\x01").unwrap_or_default();
+        assert!(b"p\x00\x01\xff\xff".as_slice() < end.as_slice());
+        assert!(b"p\x00\x02".as_slice() >= end.as_slice());
     }
 
     #[test]
@@ -287,7 +393,12 @@ mod tests {
             cache_bytes: 1 << 20,
             bits_per_key: 10.0,
         };
-        let timed = RocksDb::open(&dir.path().join("timed"), &settings, Pass::Timed)?;
+        let timed = RocksDb::open(
+            &dir.path().join("timed"),
+            &settings,
+            Store::Random,
+            Pass::Timed,
+        )?;
         load(&timed)?;
         let copy = dir.path().join("copy");
         assert!(timed.copy_for_counting(&copy)?);
@@ -295,7 +406,7 @@ mod tests {
         // Statistics off: nothing is counted in a timed pass.
         assert_eq!(timed.filter_counters(), FilterCounters::default());
 
-        let counted = RocksDb::open(&copy, &settings, Pass::Counted)?;
+        let counted = RocksDb::open(&copy, &settings, Store::Random, Pass::Counted)?;
         assert!(counted.shape().tables >= 1);
         assert_eq!(counted.shape(), timed.shape());
         let before = counted.filter_counters();

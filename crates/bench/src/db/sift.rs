@@ -2,29 +2,52 @@
 
 use std::path::Path;
 
-use siftdb::{Compression, Db, FilterPolicy};
+use siftdb::{Compression, Db, FilterPolicy, PrefixExtractor};
 
-use super::engine::{Engine, FilterCounters, Settings, Shape};
+use super::engine::{Engine, FilterCounters, Settings, Shape, Visit};
+use super::stores::{PREFIX_LEN, Store};
 use crate::filters::keys::Key;
 
 /// A Sift database with the comparison's settings: blocked Bloom at the
-/// given bits/key on every level, no compression, leveled compaction.
+/// given bits/key on every level, no compression, leveled compaction. The
+/// range filters are Sift's default (on); on the [`Store::Prefixed`] store
+/// the tables also get prefix filters ([`PrefixExtractor::Fixed`] of
+/// [`PREFIX_LEN`] bytes), the key filters kept.
 pub struct Sift {
     db: Db,
 }
 
 impl Sift {
-    /// Opens (creates) the database in `dir`.
-    pub fn open(dir: &Path, settings: &Settings) -> anyhow::Result<Self> {
+    /// Opens (creates) the database in `dir`, configured for `store`.
+    pub fn open(dir: &Path, settings: &Settings, store: Store) -> anyhow::Result<Self> {
+        let mut policy = FilterPolicy::blocked_bloom(settings.bits_per_key);
+        if store == Store::Prefixed {
+            policy.prefix_extractor = Some(PrefixExtractor::Fixed(PREFIX_LEN));
+        }
         let db = Db::builder(dir)
             .memtable_bytes(usize::try_from(settings.memtable_bytes)?)
             .table_target_bytes(settings.table_bytes)
             .block_cache_bytes(settings.cache_bytes)
             .compression(Compression::None)
-            .filter_policy(FilterPolicy::blocked_bloom(settings.bits_per_key))
+            .filter_policy(policy)
             .open()?;
         Ok(Self { db })
     }
+}
+
+/// Hands `visit` the entries of `iter`, at most `limit`; returns how many.
+fn visit_all(
+    iter: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>,
+    limit: usize,
+    visit: Visit<'_>,
+) -> anyhow::Result<usize> {
+    let mut count = 0;
+    for entry in iter.take(limit) {
+        let (key, value) = entry?;
+        visit(&key, value.len())?;
+        count += 1;
+    }
+    Ok(count)
 }
 
 impl Engine for Sift {
@@ -54,6 +77,20 @@ impl Engine for Sift {
             .map(|(_, v)| v.len()))
     }
 
+    fn scan(
+        &self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+        visit: Visit<'_>,
+    ) -> anyhow::Result<usize> {
+        visit_all(self.db.range(lower..upper), limit, visit)
+    }
+
+    fn prefix(&self, prefix: &[u8], visit: Visit<'_>) -> anyhow::Result<usize> {
+        visit_all(self.db.prefix(prefix), usize::MAX, visit)
+    }
+
     fn settle(&self) -> anyhow::Result<()> {
         self.db.flush()?;
         Ok(self.db.wait_for_compactions()?)
@@ -72,13 +109,26 @@ impl Engine for Sift {
         }
     }
 
+    /// Summed over the levels (deeper levels that share a counter report
+    /// it once).
+    fn scan_filter_counters(&self) -> FilterCounters {
+        let levels = self.db.stats().levels;
+        let sum = |f: fn(&siftdb::LevelStats) -> u64| levels.iter().map(f).sum();
+        FilterCounters {
+            probes: sum(|l| l.scan_filter_probes),
+            negatives: sum(|l| l.scan_filter_empty),
+            false_positives: Some(sum(|l| l.scan_filter_false_positives)),
+        }
+    }
+
     fn shape(&self) -> Shape {
         let levels = self.db.stats().levels;
         let keys: u64 = levels.iter().map(|l| l.distinct_keys).sum();
-        let filter_bits: u64 = levels.iter().map(|l| l.filter_bytes * 8).sum();
+        let per_key = |bytes: u64| (keys > 0).then(|| (bytes * 8) as f64 / keys as f64);
         Shape {
             tables: levels.iter().map(|l| l.tables as u64).sum(),
-            filter_bits_per_key: (keys > 0).then(|| filter_bits as f64 / keys as f64),
+            filter_bits_per_key: per_key(levels.iter().map(|l| l.filter_bytes).sum()),
+            scan_filter_bits_per_key: per_key(levels.iter().map(|l| l.scan_filter_bytes).sum()),
         }
     }
 }

@@ -8,6 +8,8 @@ use anyhow::ensure;
 use sift_filter::mix64;
 
 use super::engine::{Engine, FilterCounters};
+use super::scan;
+use super::stores::{Gapped, Prefixed, Store};
 use super::threads::together;
 use crate::filters::keys::{self, Key};
 
@@ -34,11 +36,30 @@ pub enum Workload {
     MultiReadRandom,
     /// `ReadMissing`'s keys in batches of [`MULTI_GET_BATCH`].
     MultiReadMissing,
-    /// Seek to a random present key and read the entry there.
+    /// Seek to a random present key and read the entry there (an
+    /// unbounded iterator: no upper bound).
     SeekRandom,
     /// `ReadRandom` on its reader threads while one more thread overwrites
     /// random keys.
     ReadWhileWriting,
+    /// Seek to a random present key with an upper bound about
+    /// [`scan::SEEK_NEXTS`] keys' worth of key space after it (db_bench's
+    /// `seekrandom` with `--seek_nexts`, bounded), and read the entries
+    /// there, at most [`scan::SEEK_NEXTS`] of them (the key itself and a
+    /// Poisson number of others, mean 10: about 9.2 on average).
+    SeekRandomBounded,
+    /// On the [`Store::Gapped`] store: open an iterator bounded to a range
+    /// of 16 integers that holds no key (in a gap between two keys), take
+    /// its first item, expect none.
+    SeekEmpty16,
+    /// `SeekEmpty16` with ranges of 1024 integers.
+    SeekEmpty1024,
+    /// On the [`Store::Prefixed`] store: a prefix scan of a present prefix,
+    /// reading all of its [`super::stores::KEYS_PER_PREFIX`] entries.
+    PrefixHit,
+    /// On the [`Store::Prefixed`] store: a prefix scan of a prefix that
+    /// holds no key (inside the tables' key ranges), expecting none.
+    PrefixMissing,
 }
 
 impl Workload {
@@ -53,18 +74,77 @@ impl Workload {
             Self::MultiReadMissing => "multireadmissing",
             Self::SeekRandom => "seekrandom",
             Self::ReadWhileWriting => "readwhilewriting",
+            Self::SeekRandomBounded => "seekrandombounded",
+            Self::SeekEmpty16 => "seekempty16",
+            Self::SeekEmpty1024 => "seekempty1024",
+            Self::PrefixHit => "prefixhit",
+            Self::PrefixMissing => "prefixmissing",
         }
     }
 
     /// Every workload that reads (run in both shapes).
-    pub const READS: [Self; 6] = [
+    pub const READS: [Self; 11] = [
         Self::ReadRandom,
         Self::ReadMissing,
         Self::MultiReadRandom,
         Self::MultiReadMissing,
         Self::SeekRandom,
         Self::ReadWhileWriting,
+        Self::SeekRandomBounded,
+        Self::SeekEmpty16,
+        Self::SeekEmpty1024,
+        Self::PrefixHit,
+        Self::PrefixMissing,
     ];
+
+    /// The store the workload reads (and loads first).
+    pub fn store(self) -> Store {
+        match self {
+            Self::SeekEmpty16 | Self::SeekEmpty1024 => Store::Gapped,
+            Self::PrefixHit | Self::PrefixMissing => Store::Prefixed,
+            _ => Store::Random,
+        }
+    }
+
+    /// Whether the workload runs without `--workloads`: those of the
+    /// [`Store::Random`] store. The others each need a store of their own,
+    /// loaded and compacted per engine and repetition, which would add
+    /// (estimated, not measured at full size) a third or so to the default
+    /// run's ten minutes.
+    pub fn by_default(self) -> bool {
+        self.store() == Store::Random
+    }
+
+    /// Whether the workload's filters are scan filters (prefix and range
+    /// filters: [`Engine::scan_filter_counters`]) rather than key filters.
+    pub fn scans(self) -> bool {
+        matches!(
+            self,
+            Self::SeekRandomBounded
+                | Self::SeekEmpty16
+                | Self::SeekEmpty1024
+                | Self::PrefixHit
+                | Self::PrefixMissing
+        )
+    }
+
+    /// The length of the `seekempty*` workloads' ranges, in integers.
+    pub fn empty_range_len(self) -> Option<u64> {
+        match self {
+            Self::SeekEmpty16 => Some(16),
+            Self::SeekEmpty1024 => Some(1024),
+            _ => None,
+        }
+    }
+
+    /// Whether every operation asks for something absent, so that every
+    /// filter "maybe" is a false positive.
+    pub fn all_absent(self) -> bool {
+        matches!(
+            self,
+            Self::ReadMissing | Self::SeekEmpty16 | Self::SeekEmpty1024 | Self::PrefixMissing
+        )
+    }
 }
 
 /// What one run of one workload measured.
@@ -93,7 +173,7 @@ pub fn value(i: u64, version: u64) -> [u8; VALUE_LEN] {
 }
 
 /// The `i`-th index of a pseudo-random sequence over `0..n` (fixed seed).
-fn pick(i: u64, n: u64, seed: u64) -> u64 {
+pub fn pick(i: u64, n: u64, seed: u64) -> u64 {
     ((u128::from(mix64(seed ^ i)) * u128::from(n)) >> 64) as u64
 }
 
@@ -127,8 +207,11 @@ impl Keys {
 /// key stream: thread `t` takes picks `t * ops .. (t + 1) * ops`, so thread 0
 /// reads exactly what the single-threaded harness did and no two threads
 /// share a position of the stream. Every answer is checked: present keys are
-/// found with a value of [`VALUE_LEN`] bytes, missing ones are not. `readwhilewriting` adds its one writer beside
-/// the readers. The run counts `threads * ops` operations; with more than one
+/// found with a value of [`VALUE_LEN`] bytes, missing ones are not, scans
+/// find what their store holds (see [`scan`]). `readwhilewriting` adds its
+/// one writer beside the readers. The scan workloads' stores hold
+/// `keys.present` keys of their own kind (seed `keys.seed`). The run counts
+/// `threads * ops` operations; with more than one
 /// thread its wall time runs from the threads' release to the last one's end
 /// ([`together`]).
 pub fn run_read(
@@ -139,7 +222,19 @@ pub fn run_read(
     threads: usize,
 ) -> anyhow::Result<Run> {
     let slice = |t: u64| t * ops..(t + 1) * ops;
-    timed(engine, ops * threads as u64, || match workload {
+    let n = keys.present;
+    let gapped = || Gapped::new(keys.seed, n);
+    let prefixed = || Prefixed::new(keys.seed, n);
+    if let Some(len) = workload.empty_range_len() {
+        // Untimed: the store agrees that the ranges are empty.
+        scan::check_empty(engine, &gapped()?, len)?;
+    }
+    let counters: fn(&dyn Engine) -> FilterCounters = if workload.scans() {
+        |e| e.scan_filter_counters()
+    } else {
+        |e| e.filter_counters()
+    };
+    timed(engine, counters, ops * threads as u64, || match workload {
         Workload::ReadRandom => together(threads, |t| read_present(engine, keys, slice(t), 1)),
         Workload::ReadMissing => together(threads, |t| read_missing(engine, keys, slice(t))),
         Workload::MultiReadRandom => together(threads, |t| {
@@ -159,6 +254,25 @@ pub fn run_read(
             )
         }),
         Workload::SeekRandom => together(threads, |t| seek_present(engine, keys, slice(t))),
+        Workload::SeekRandomBounded => {
+            together(threads, |t| scan::seek_bounded(engine, keys, slice(t)))
+        }
+        Workload::SeekEmpty16 | Workload::SeekEmpty1024 => {
+            let (gapped, len) = (gapped()?, workload.empty_range_len().unwrap_or(0));
+            together(threads, |t| {
+                scan::seek_empty(engine, &gapped, len, slice(t))
+            })
+        }
+        Workload::PrefixHit => {
+            let prefixed = prefixed()?;
+            together(threads, |t| scan::prefix_hit(engine, &prefixed, slice(t)))
+        }
+        Workload::PrefixMissing => {
+            let prefixed = prefixed()?;
+            together(threads, |t| {
+                scan::prefix_missing(engine, &prefixed, slice(t))
+            })
+        }
         Workload::ReadWhileWriting => {
             let done = AtomicBool::new(false);
             std::thread::scope(|scope| {
@@ -179,12 +293,17 @@ pub fn run_read(
 
 /// Inserts `keys` in the given order, each with its first value.
 pub fn run_fill(engine: &dyn Engine, keys: &[Key]) -> anyhow::Result<Run> {
-    timed(engine, keys.len() as u64, || {
-        for (i, key) in keys.iter().enumerate() {
-            engine.put(key, &value(i as u64, 0))?;
-        }
-        Ok(None)
-    })
+    timed(
+        engine,
+        |e| e.filter_counters(),
+        keys.len() as u64,
+        || {
+            for (i, key) in keys.iter().enumerate() {
+                engine.put(key, &value(i as u64, 0))?;
+            }
+            Ok(None)
+        },
+    )
 }
 
 fn read_present(
@@ -266,19 +385,21 @@ fn overwrite_until(engine: &dyn Engine, keys: &Keys, done: &AtomicBool) -> anyho
 
 /// Times `body`, which performs `ops` operations on `engine`: the whole call,
 /// or the wall time `body` returns when it measured its operations itself
-/// (threads released together, see [`together`]).
+/// (threads released together, see [`together`]). The filter figures are
+/// the change of `counters` over the call.
 fn timed(
     engine: &dyn Engine,
+    counters: fn(&dyn Engine) -> FilterCounters,
     ops: u64,
     body: impl FnOnce() -> anyhow::Result<Option<Duration>>,
 ) -> anyhow::Result<Run> {
-    let filters_before = engine.filter_counters();
+    let filters_before = counters(engine);
     let cpu_before = process_cpu();
     let start = Instant::now();
     let measured = body()?;
     let wall = measured.unwrap_or_else(|| start.elapsed());
     let cpu = process_cpu().saturating_sub(cpu_before);
-    let after = engine.filter_counters();
+    let after = counters(engine);
     Ok(Run {
         ops,
         wall,
