@@ -71,6 +71,15 @@ impl PrefixExtractor {
         }
     }
 
+    /// Whether `name` is this extractor's [`name`](Self::name), checked
+    /// without building the name: a scan asks once per table.
+    pub(crate) fn is_named(&self, name: &str) -> bool {
+        match self {
+            Self::Custom(custom) => name.strip_prefix("custom:") == Some(custom.name()),
+            built_in => Self::built_in(name).as_ref() == Some(built_in),
+        }
+    }
+
     /// The built-in extractor [`name`](Self::name) gives `name`, if any.
     pub(crate) fn built_in(name: &str) -> Option<Self> {
         if let Some(n) = name.strip_prefix("fixed:") {
@@ -94,20 +103,23 @@ impl PrefixExtractor {
         let within = match &bounds.1 {
             Bound::Unbounded => false,
             Bound::Included(upper) => upper.starts_with(prefix),
-            Bound::Excluded(upper) => {
-                upper.starts_with(prefix) || Some(upper) == successor(prefix).as_ref()
-            }
+            Bound::Excluded(upper) => upper.starts_with(prefix) || is_successor(upper, prefix),
         };
         within.then_some(prefix)
     }
 }
 
-/// The least key above every key that starts with `prefix`, if any: the
-/// upper bound of a prefix scan (`crate::iter::prefix_bounds`).
-fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    match crate::iter::prefix_bounds(prefix).1 {
-        Bound::Excluded(upper) => Some(upper),
-        _ => None,
+/// Whether `upper` is the least key above every key that starts with
+/// `prefix` (the upper bound `crate::iter::prefix_bounds` gives a prefix
+/// scan): `prefix` without its trailing `0xff` bytes, last byte plus one.
+fn is_successor(upper: &[u8], prefix: &[u8]) -> bool {
+    let kept = prefix.len() - prefix.iter().rev().take_while(|&&b| b == 0xff).count();
+    match (
+        upper.split_last(),
+        prefix.get(..kept).and_then(<[u8]>::split_last),
+    ) {
+        (Some((last, head)), Some((byte, stem))) => head == stem && *last == byte.wrapping_add(1),
+        _ => false,
     }
 }
 
@@ -171,6 +183,27 @@ mod tests {
             Some(&b"user:"[..])
         );
         assert_eq!(delimited.shared_by(&prefix_bounds(b"user")), None);
+    }
+
+    #[test]
+    fn successors_match_prefix_bounds() {
+        for prefix in [&b"ab"[..], b"a\xff", b"a\xfe\xff\xff", b"\xff", b""] {
+            let expected = match prefix_bounds(prefix).1 {
+                Bound::Excluded(upper) => Some(upper),
+                _ => None,
+            };
+            for upper in [&b"ac"[..], b"b", b"a\xff", b"ab", b""] {
+                assert_eq!(
+                    is_successor(upper, prefix),
+                    expected.as_deref() == Some(upper),
+                    "{prefix:?} {upper:?}"
+                );
+            }
+        }
+        let custom = PrefixExtractor::Fixed(3);
+        assert!(custom.is_named("fixed:3"));
+        assert!(!custom.is_named("fixed:4"));
+        assert!(!PrefixExtractor::Delimited(b':').is_named("fixed:3"));
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     reps: u64,
 
-    /// Engines to run (comma-separated): sift, fjall, and rocksdb when built
+    /// Engines to run (comma-separated): sift, sift-noscan (Sift without
+    /// its scan filters, to measure them), fjall, and rocksdb when built
     /// with the `rocksdb` feature.
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
@@ -338,6 +339,7 @@ fn read(
 /// Engines this build can run.
 const ENGINES: &[&str] = &[
     "sift",
+    "sift-noscan",
     "fjall",
     #[cfg(feature = "rocksdb")]
     "rocksdb",
@@ -378,7 +380,8 @@ fn open(
 ) -> anyhow::Result<Box<dyn Engine>> {
     check_engine(name)?;
     Ok(match name {
-        "sift" => Box::new(sift::Sift::open(dir, settings, store)?),
+        "sift" => Box::new(sift::Sift::open(dir, settings, store, true)?),
+        "sift-noscan" => Box::new(sift::Sift::open(dir, settings, store, false)?),
         "fjall" => Box::new(fjall::Fjall::open(dir, settings)?),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings, store, pass)?),

@@ -176,11 +176,15 @@ impl Row {
 /// several thread counts, the [`scaling`] summary follows.
 pub fn table(rows: &[Row]) -> String {
     let with_rocksdb = rows.iter().any(|r| r.engine == "rocksdb");
+    let with_noscan = rows.iter().any(|r| r.engine == "sift-noscan");
     let mut headers = vec![
         "engine", "workload", "shape", "threads", "ops/s", "vs fjall",
     ];
     if with_rocksdb {
         headers.push("vs rocksdb");
+    }
+    if with_noscan {
+        headers.push("vs noscan");
     }
     headers.extend([
         "ops/cpu-s",
@@ -214,6 +218,9 @@ pub fn table(rows: &[Row]) -> String {
             ];
             if with_rocksdb {
                 cells.push(versus(r, "rocksdb"));
+            }
+            if with_noscan {
+                cells.push(versus(r, "sift-noscan"));
             }
             cells.extend([
                 format!("{:.0}", r.cpu_ops_per_sec),

@@ -262,22 +262,13 @@ impl Inner {
         let policy = &self.options.filter_policy;
         let prefix = policy.prefix_extractor.as_ref().and_then(|extractor| {
             let prefix = extractor.shared_by(bounds)?;
-            Some((extractor.name(), KeyHash::of(prefix)))
+            Some((extractor.clone(), KeyHash::of(prefix)))
         });
-        let key = |bound: &Bound<Vec<u8>>| match bound {
-            Bound::Included(key) | Bound::Excluded(key) => Some(key.clone()),
-            Bound::Unbounded => None,
-        };
-        let (lower, upper) = (key(&bounds.0), key(&bounds.1));
-        let ranged = policy.range_filter.is_some() && lower.is_some() && upper.is_some();
+        let bounded = |bound: &Bound<Vec<u8>>| !matches!(bound, Bound::Unbounded);
+        let ranged = policy.range_filter.is_some() && bounded(&bounds.0) && bounded(&bounds.1);
         (prefix.is_some() || ranged).then(|| {
             Arc::new(ScanFiltering {
-                probe: ScanProbe {
-                    prefix,
-                    lower,
-                    upper,
-                    upper_excluded: matches!(bounds.1, Bound::Excluded(_)),
-                },
+                probe: ScanProbe { prefix, ranged },
                 counters: self.counters.clone(),
             })
         })
@@ -292,7 +283,11 @@ impl Inner {
     ) -> DbIter {
         let mut sources: Vec<BoxedSource<'static>> = Vec::new();
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
-            sources.push(Box::new(memtable.iter(bounds.clone())));
+            // Writes up to `seq` are in the memtable before `seq` is
+            // visible, so one empty now holds nothing this scan may see.
+            if !memtable.is_empty() {
+                sources.push(Box::new(memtable.iter(bounds.clone())));
+            }
         }
         let shared: SharedBounds = Arc::new(bounds.clone());
         for (index, level) in current.version.levels.iter().enumerate() {

@@ -22,8 +22,8 @@ pub(crate) struct ScanFiltering {
 impl ScanFiltering {
     /// Asks `table` (on `level`) and counts the probe if a filter applied:
     /// `false` only if the table holds nothing the scan can see.
-    fn admits(&self, level: usize, table: &Table) -> Admitted {
-        match table.may_hold(&self.probe) {
+    fn admits(&self, level: usize, table: &Table, bounds: &SharedBounds) -> Admitted {
+        match table.may_hold(&self.probe, bounds) {
             None => Admitted::Unfiltered,
             Some(may_hold) => {
                 self.counters.with(|shard| {
@@ -119,10 +119,9 @@ impl RunIter {
             .tables()
             .get(at)?
             .table;
-        let admitted = self
-            .filtering
-            .as_ref()
-            .map_or(Admitted::Unfiltered, |f| f.admits(self.level, table));
+        let admitted = self.filtering.as_ref().map_or(Admitted::Unfiltered, |f| {
+            f.admits(self.level, table, &self.bounds)
+        });
         (admitted != Admitted::No).then(|| Opened {
             iter: table.iter_shared(&self.bounds),
             unproven: admitted == Admitted::ByFilter,

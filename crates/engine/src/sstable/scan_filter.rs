@@ -13,6 +13,7 @@
 
 #![deny(clippy::indexing_slicing)]
 
+use std::ops::Bound;
 use std::path::Path;
 
 use sift_filter::{Filter, KeyHash, RangeFilter, StaticFilter};
@@ -21,6 +22,7 @@ use super::trailer::{BlockHandle, read_block};
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;
+use crate::iter::UserBounds;
 use crate::prefix::PrefixExtractor;
 
 /// Longest extractor name stored.
@@ -62,18 +64,14 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// What a scan asks every table: computed once per scan.
+/// What a scan asks every table besides its bounds: computed once per scan.
 #[derive(Debug, Default)]
 pub(crate) struct ScanProbe {
-    /// The extractor's name and the hash of the prefix every key of the
-    /// scan shares, if they share one.
-    pub prefix: Option<(String, KeyHash)>,
-    /// The scan's lower and upper user keys (`None`: unbounded on that
-    /// side). The lower one is taken as inclusive.
-    pub lower: Option<Vec<u8>>,
-    pub upper: Option<Vec<u8>>,
-    /// Whether the upper key is excluded.
-    pub upper_excluded: bool,
+    /// The database's prefix extractor and the hash of the prefix every
+    /// key of the scan shares, if they share one.
+    pub prefix: Option<(PrefixExtractor, KeyHash)>,
+    /// Whether to ask the range filters (the scan is bounded on both sides).
+    pub ranged: bool,
 }
 
 /// The encoded block.
@@ -176,30 +174,36 @@ impl ScanFilters {
         })
     }
 
-    /// `Some(false)` only if the table holds no key within the scan of
-    /// `probe`, given its key range `[smallest, largest]` (user keys);
-    /// `None` when no filter of this table applies to the scan.
+    /// `Some(false)` only if the table holds no key within `bounds`, given
+    /// its key range `[smallest, largest]` (user keys); `None` when no
+    /// filter of this table applies to the scan of `probe`.
     pub(crate) fn may_hold(
         &self,
         probe: &ScanProbe,
+        bounds: &UserBounds,
         smallest: &[u8],
         largest: &[u8],
     ) -> Option<bool> {
         let mut asked = false;
-        if let (Some((name, hash)), Some((built_by, filter))) = (&probe.prefix, &self.prefix)
-            && name == built_by
+        if let (Some((extractor, hash)), Some((built_by, filter))) = (&probe.prefix, &self.prefix)
+            && extractor.is_named(built_by)
         {
             if !filter.may_contain(*hash) {
                 return Some(false);
             }
             asked = true;
         }
-        if let Some((offset, filter)) = &self.range {
+        if let (true, Some((offset, filter))) = (probe.ranged, &self.range) {
             // Within the table's key range every key shares its first
-            // `offset` bytes, so both ends map in order.
-            let lower = probe.lower.as_deref().map_or(smallest, |l| l.max(smallest));
-            let (upper, excluded) = match probe.upper.as_deref() {
-                Some(u) if u <= largest => (u, probe.upper_excluded),
+            // `offset` bytes, so both ends map in order. An excluded lower
+            // bound is taken as included.
+            let lower = match &bounds.0 {
+                Bound::Included(l) | Bound::Excluded(l) => l.as_slice().max(smallest),
+                Bound::Unbounded => smallest,
+            };
+            let (upper, excluded) = match &bounds.1 {
+                Bound::Included(u) if u.as_slice() <= largest => (u.as_slice(), false),
+                Bound::Excluded(u) if u.as_slice() <= largest => (u.as_slice(), true),
                 _ => (largest, false),
             };
             if lower <= upper {

@@ -18,6 +18,7 @@ use super::scan_filter::{ScanFilters, ScanProbe, common_prefix};
 use super::trailer::read_block;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
+use crate::iter::UserBounds;
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
 use crate::value::{BlockFilters, ValueFilters, ValueLeaf};
 
@@ -198,15 +199,16 @@ impl Table {
         self.properties.entries != 0 && self.filter.may_contain(user_key, hash)
     }
 
-    /// `Some(false)` only if the table holds no key within the scan of
-    /// `probe` (whose bounds overlap the table's key range); `None` when
-    /// none of its scan filters applies.
-    pub(crate) fn may_hold(&self, probe: &ScanProbe) -> Option<bool> {
+    /// `Some(false)` only if the table holds no key within `bounds` (which
+    /// overlap its key range); `None` when none of its scan filters applies
+    /// to the scan of `probe`.
+    pub(crate) fn may_hold(&self, probe: &ScanProbe, bounds: &UserBounds) -> Option<bool> {
         if self.properties.entries == 0 {
             return Some(false);
         }
         self.scan.may_hold(
             probe,
+            bounds,
             self.properties.smallest_user_key(),
             self.properties.largest_user_key(),
         )

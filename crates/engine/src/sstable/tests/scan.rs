@@ -1,14 +1,17 @@
 //! Scan filters in a table: what they hold, what they rule out, and what
 //! damage does to them.
 
+use std::ops::Bound;
+
 use sift_filter::KeyHash;
 
 use super::{default_options, entry, open, write};
 use crate::filter_policy::ScanFilterChoice;
 use crate::fs::FaultInjectionFs;
+use crate::iter::{UserBounds, prefix_bounds};
 use crate::key::{Entry, ValueKind};
 use crate::prefix::PrefixExtractor;
-use crate::sstable::{ScanProbe, TableFile, TableOptions};
+use crate::sstable::{ScanProbe, Table, TableFile, TableOptions};
 
 /// Keys `p<NN>` + a big-endian `u64` `16·i`, `per_prefix` keys per
 /// prefix, every third a tombstone.
@@ -37,20 +40,33 @@ fn scan_options() -> TableOptions {
     }
 }
 
-fn prefix_probe(prefix: &[u8]) -> ScanProbe {
-    ScanProbe {
-        prefix: Some((PrefixExtractor::Fixed(3).name(), KeyHash::of(prefix))),
-        ..ScanProbe::default()
-    }
+/// A prefix scan's probe and bounds.
+fn prefix_probe(prefix: &[u8]) -> (ScanProbe, UserBounds) {
+    let probe = ScanProbe {
+        prefix: Some((PrefixExtractor::Fixed(3), KeyHash::of(prefix))),
+        ranged: true,
+    };
+    (probe, prefix_bounds(prefix))
 }
 
-fn range_probe(lower: &[u8], upper: &[u8]) -> ScanProbe {
-    ScanProbe {
+/// A range scan's probe and bounds, `[lower, upper]`.
+fn range_probe(lower: &[u8], upper: &[u8]) -> (ScanProbe, UserBounds) {
+    let probe = ScanProbe {
         prefix: None,
-        lower: Some(lower.to_vec()),
-        upper: Some(upper.to_vec()),
-        upper_excluded: false,
-    }
+        ranged: true,
+    };
+    (
+        probe,
+        (
+            Bound::Included(lower.to_vec()),
+            Bound::Included(upper.to_vec()),
+        ),
+    )
+}
+
+/// What `table` answers to a probe and its bounds.
+fn ask(table: &Table, (probe, bounds): (ScanProbe, UserBounds)) -> Option<bool> {
+    table.may_hold(&probe, &bounds)
 }
 
 #[test]
@@ -65,11 +81,7 @@ fn filters_hold_every_key_tombstones_included_and_rule_out_gaps() {
     let table = open(&fs, &path).unwrap();
     for e in &entries {
         let key = &e.key.user_key;
-        assert_eq!(
-            table.may_hold(&range_probe(key, key)),
-            Some(true),
-            "{key:?}"
-        );
+        assert_eq!(ask(&table, range_probe(key, key)), Some(true), "{key:?}");
     }
     // Gaps of 15 integers between keys of one prefix: nearly all ruled out.
     let mut empty = 0;
@@ -78,7 +90,7 @@ fn filters_hold_every_key_tombstones_included_and_rule_out_gaps() {
         *lower.last_mut().unwrap() += 1;
         let mut upper = e.key.user_key.clone();
         *upper.last_mut().unwrap() += 15;
-        empty += u32::from(table.may_hold(&range_probe(&lower, &upper)) == Some(false));
+        empty += u32::from(ask(&table, range_probe(&lower, &upper)) == Some(false));
     }
     assert!(empty > 450, "{empty} of 500 gaps ruled out");
     TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
@@ -91,25 +103,23 @@ fn prefix_filters_hold_every_prefix_and_rule_out_absent_ones() {
     let (path, _) = write(&fs, 1, &entries, scan_options());
     let table = open(&fs, &path).unwrap();
     for e in &entries {
-        assert_eq!(
-            table.may_hold(&prefix_probe(&e.key.user_key[..3])),
-            Some(true)
-        );
+        assert_eq!(ask(&table, prefix_probe(&e.key.user_key[..3])), Some(true));
     }
     // Absent prefixes: nearly all ruled out; a foreign extractor's probe is
     // not asked at all.
     let absent = (50..150)
-        .filter(|i| table.may_hold(&prefix_probe(format!("p{i:02}").as_bytes())) == Some(false))
+        .filter(|i| ask(&table, prefix_probe(format!("p{i:02}").as_bytes())) == Some(false))
         .count();
     assert!(absent > 90, "{absent} of 100 absent prefixes ruled out");
     let foreign = ScanProbe {
-        prefix: Some(("fixed:4".to_owned(), KeyHash::of(b"p999"))),
-        ..ScanProbe::default()
+        prefix: Some((PrefixExtractor::Fixed(4), KeyHash::of(b"p999"))),
+        ranged: true,
     };
+    let everything = (Bound::Unbounded, Bound::Unbounded);
     assert_eq!(
-        table.may_hold(&foreign),
+        table.may_hold(&foreign, &everything),
         Some(true),
-        "the range filter alone, over the table"
+        "the range filter alone, over the whole table"
     );
     TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
 }
@@ -120,8 +130,8 @@ fn tables_without_scan_filters_are_never_ruled_out() {
     let (path, props) = write(&fs, 1, &keyed(100, 10), default_options());
     assert_eq!(props.scan_filters, None);
     let table = open(&fs, &path).unwrap();
-    assert_eq!(table.may_hold(&prefix_probe(b"p99")), None);
-    assert_eq!(table.may_hold(&range_probe(b"p00", b"p00")), None);
+    assert_eq!(ask(&table, prefix_probe(b"p99")), None);
+    assert_eq!(ask(&table, range_probe(b"p00", b"p00")), None);
 }
 
 #[test]
@@ -135,7 +145,7 @@ fn damaged_scan_filters_answer_maybe_and_verify_reports_them() {
     fs.set_contents(&path, bytes).unwrap();
     let table = open(&fs, &path).unwrap();
     assert_eq!(
-        table.may_hold(&prefix_probe(b"p99")),
+        ask(&table, prefix_probe(b"p99")),
         None,
         "no filter left to ask"
     );
