@@ -74,9 +74,11 @@ impl PrefixExtractor {
     /// Whether `name` is this extractor's [`name`](Self::name), checked
     /// without building the name: a scan asks once per table.
     pub(crate) fn is_named(&self, name: &str) -> bool {
-        match self {
-            Self::Custom(custom) => name.strip_prefix("custom:") == Some(custom.name()),
-            built_in => Self::built_in(name).as_ref() == Some(built_in),
+        match (self, Self::built_in(name)) {
+            (Self::Custom(custom), _) => name.strip_prefix("custom:") == Some(custom.name()),
+            (Self::Fixed(n), Some(Self::Fixed(named))) => *n == named,
+            (Self::Delimited(byte), Some(Self::Delimited(named))) => *byte == named,
+            _ => false,
         }
     }
 
@@ -132,7 +134,11 @@ impl fmt::Debug for PrefixExtractor {
 impl PartialEq for PrefixExtractor {
     /// Extractors are equal when their names are: what the tables record.
     fn eq(&self, other: &Self) -> bool {
-        self.name() == other.name()
+        match other {
+            Self::Custom(custom) => self.is_named(&format!("custom:{}", custom.name())),
+            Self::Fixed(n) => matches!(self, Self::Fixed(m) if m == n),
+            Self::Delimited(byte) => matches!(self, Self::Delimited(b) if b == byte),
+        }
     }
 }
 

@@ -77,8 +77,10 @@ pub(super) struct RunIter {
     pending: Range<usize>,
     bounds: SharedBounds,
     filtering: Option<Arc<ScanFiltering>>,
-    front: Option<Opened>,
-    back: Option<Opened>,
+    /// Boxed: a scan the filters empty opens none, and the iterator stays
+    /// small to build and move.
+    front: Option<Box<Opened>>,
+    back: Option<Box<Opened>>,
 }
 
 impl RunIter {
@@ -109,7 +111,7 @@ impl RunIter {
     }
 
     /// Opens table `at` of the run, unless its filters rule the scan out.
-    fn open(&self, at: usize) -> Option<Opened> {
+    fn open(&self, at: usize) -> Option<Box<Opened>> {
         let table = &self
             .version
             .levels
@@ -122,26 +124,30 @@ impl RunIter {
         let admitted = self.filtering.as_ref().map_or(Admitted::Unfiltered, |f| {
             f.admits(self.level, table, &self.bounds)
         });
-        (admitted != Admitted::No).then(|| Opened {
-            iter: table.iter_shared(&self.bounds),
-            unproven: admitted == Admitted::ByFilter,
+        (admitted != Admitted::No).then(|| {
+            Box::new(Opened {
+                iter: table.iter_shared(&self.bounds),
+                unproven: admitted == Admitted::ByFilter,
+            })
         })
     }
 
-    /// The next item of `end`'s table, counting a false positive when a
-    /// table the filters admitted turns out to hold nothing in bounds.
+    /// The next item of `end`'s table, counting a false positive (in
+    /// `filtering`, on `level`) when a table the filters admitted turns out
+    /// to hold nothing in bounds.
     fn step(
-        &self,
-        end: &mut Option<Opened>,
+        filtering: Option<&Arc<ScanFiltering>>,
+        level: usize,
+        end: &mut Option<Box<Opened>>,
         next: impl FnOnce(&mut TableIter) -> Option<Result<Entry>>,
     ) -> Option<Result<Entry>> {
         let opened = end.as_mut()?;
         let item = next(&mut opened.iter);
         if std::mem::take(&mut opened.unproven)
             && item.is_none()
-            && let Some(filtering) = &self.filtering
+            && let Some(filtering) = filtering
         {
-            filtering.false_positive(self.level);
+            filtering.false_positive(level);
         }
         item
     }
@@ -167,23 +173,16 @@ impl Iterator for RunIter {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let (filtering, level) = (self.filtering.as_ref(), self.level);
         loop {
-            let mut front = self.front.take();
-            let item = self.step(&mut front, Iterator::next);
-            self.front = front;
-            if item.is_some() {
-                return item;
+            if let Some(item) = Self::step(filtering, level, &mut self.front, Iterator::next) {
+                return Some(item);
             }
             match self.pending.next() {
                 Some(at) => self.front = self.open(at),
                 // Every table is open: the rest is in the back end's table,
                 // which is double-ended and never repeats an entry.
-                None => {
-                    let mut back = self.back.take();
-                    let item = self.step(&mut back, Iterator::next);
-                    self.back = back;
-                    return item;
-                }
+                None => return Self::step(filtering, level, &mut self.back, Iterator::next),
             }
         }
     }
@@ -191,21 +190,15 @@ impl Iterator for RunIter {
 
 impl DoubleEndedIterator for RunIter {
     fn next_back(&mut self) -> Option<Self::Item> {
+        let (filtering, level) = (self.filtering.as_ref(), self.level);
+        let back = DoubleEndedIterator::next_back;
         loop {
-            let mut back = self.back.take();
-            let item = self.step(&mut back, DoubleEndedIterator::next_back);
-            self.back = back;
-            if item.is_some() {
-                return item;
+            if let Some(item) = Self::step(filtering, level, &mut self.back, back) {
+                return Some(item);
             }
             match self.pending.next_back() {
                 Some(at) => self.back = self.open(at),
-                None => {
-                    let mut front = self.front.take();
-                    let item = self.step(&mut front, DoubleEndedIterator::next_back);
-                    self.front = front;
-                    return item;
-                }
+                None => return Self::step(filtering, level, &mut self.front, back),
             }
         }
     }
