@@ -184,38 +184,35 @@ impl ScanFilters {
         smallest: &[u8],
         largest: &[u8],
     ) -> Option<bool> {
-        let mut asked = false;
         if let (Some((extractor, hash)), Some((built_by, filter))) = (&probe.prefix, &self.prefix)
             && extractor.is_named(built_by)
         {
-            if !filter.may_contain(*hash) {
-                return Some(false);
-            }
-            asked = true;
+            // A "maybe" is nearly always right (the prefix is there), and
+            // then the range filter would answer "maybe" too: a scan that
+            // finds keys pays one probe, not two.
+            return Some(filter.may_contain(*hash));
         }
-        if let (true, Some((offset, filter))) = (probe.ranged, &self.range) {
-            // Within the table's key range every key shares its first
-            // `offset` bytes, so both ends map in order. An excluded lower
-            // bound is taken as included.
-            let lower = match &bounds.0 {
-                Bound::Included(l) | Bound::Excluded(l) => l.as_slice().max(smallest),
-                Bound::Unbounded => smallest,
-            };
-            let (upper, excluded) = match &bounds.1 {
-                Bound::Included(u) if u.as_slice() <= largest => (u.as_slice(), false),
-                Bound::Excluded(u) if u.as_slice() <= largest => (u.as_slice(), true),
-                _ => (largest, false),
-            };
-            if lower <= upper {
-                let a = range_point(lower, *offset);
-                let b = last_point_below(upper, excluded, *offset);
-                if !filter.may_contain_range(a, b.max(a)) {
-                    return Some(false);
-                }
-                asked = true;
-            }
+        let (true, Some((offset, filter))) = (probe.ranged, &self.range) else {
+            return None;
+        };
+        // Within the table's key range every key shares its first `offset`
+        // bytes, so both ends map in order. An excluded lower bound is
+        // taken as included.
+        let lower = match &bounds.0 {
+            Bound::Included(l) | Bound::Excluded(l) => l.as_slice().max(smallest),
+            Bound::Unbounded => smallest,
+        };
+        let (upper, excluded) = match &bounds.1 {
+            Bound::Included(u) if u.as_slice() <= largest => (u.as_slice(), false),
+            Bound::Excluded(u) if u.as_slice() <= largest => (u.as_slice(), true),
+            _ => (largest, false),
+        };
+        if lower > upper {
+            return None;
         }
-        asked.then_some(true)
+        let a = range_point(lower, *offset);
+        let b = last_point_below(upper, excluded, *offset);
+        Some(filter.may_contain_range(a, b.max(a)))
     }
 
     /// Which filter, if any, answers "no" for `user_key`, a key the table
