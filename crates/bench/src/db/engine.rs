@@ -17,6 +17,8 @@ pub struct Settings {
     pub cache_bytes: u64,
     /// Bloom filter bits per key, every level.
     pub bits_per_key: f64,
+    /// Sift's range filter bits per key (Monkey's average over the levels).
+    pub range_bits_per_key: f64,
 }
 
 /// Filter counters since the engine was opened (of one kind of filter:

@@ -392,6 +392,7 @@ mod tests {
             table_bytes: 1 << 20,
             cache_bytes: 1 << 20,
             bits_per_key: 10.0,
+            range_bits_per_key: 12.0,
         };
         let timed = RocksDb::open(
             &dir.path().join("timed"),

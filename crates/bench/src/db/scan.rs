@@ -187,6 +187,7 @@ mod tests {
             table_bytes: 8 << 20,
             cache_bytes: 1 << 20,
             bits_per_key: 10.0,
+            range_bits_per_key: 12.0,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use siftdb::{Compression, Db, FilterPolicy, PrefixExtractor};
+use siftdb::{BitsPerKey, Compression, Db, FilterPolicy, PrefixExtractor, RangeFilterPolicy};
 
 use super::engine::{Engine, FilterCounters, Settings, Shape, Visit};
 use super::stores::{PREFIX_LEN, Store};
@@ -32,9 +32,13 @@ impl Sift {
         scan_filters: bool,
     ) -> anyhow::Result<Self> {
         let mut policy = FilterPolicy::blocked_bloom(settings.bits_per_key);
-        if !scan_filters {
-            policy.range_filter = None;
-        } else if store == Store::Prefixed {
+        policy.range_filter = scan_filters.then(|| RangeFilterPolicy {
+            bits_per_key: BitsPerKey::Monkey {
+                average: settings.range_bits_per_key,
+            },
+            ..RangeFilterPolicy::default()
+        });
+        if scan_filters && store == Store::Prefixed {
             policy.prefix_extractor = Some(PrefixExtractor::Fixed(PREFIX_LEN));
         }
         let db = Db::builder(dir)
