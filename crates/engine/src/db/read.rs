@@ -256,8 +256,9 @@ impl Inner {
     }
 
     /// What the scan filters are asked for `bounds`: the prefix every key
-    /// within them shares (with a prefix extractor) and the bounds, for
-    /// the range filters. `None` for a scan no filter can rule out.
+    /// within them shares (with a prefix extractor), and whether they are
+    /// bounded on both sides (for the range filters). `None` for a scan no
+    /// filter can rule out.
     fn scan_filtering(&self, bounds: &Bounds) -> Option<Arc<ScanFiltering>> {
         let policy = &self.options.filter_policy;
         let prefix = policy.prefix_extractor.as_ref().and_then(|extractor| {
