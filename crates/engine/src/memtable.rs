@@ -323,6 +323,9 @@ impl Iterator for MemtableIter {
     }
 }
 
+// Reading a memtable costs no I/O: nothing to skip.
+impl crate::iter::Source for MemtableIter {}
+
 impl DoubleEndedIterator for MemtableIter {
     fn next_back(&mut self) -> Option<Self::Item> {
         let found = self.table.map.upper_bound(view(&self.back))?;

@@ -302,3 +302,40 @@ fn without_filters_nothing_is_probed() {
     assert_eq!(db.prefix("001").count(), 0);
     assert_eq!(scan_counts(&db), (0, 0, 0));
 }
+
+#[test]
+fn seeks_read_nothing_of_runs_that_hold_nothing_up_to_the_next_key() {
+    let fs = FaultInjectionFs::new();
+    let db = open(&fs, Filters::Default);
+    // Four runs over the same key range: run j holds 64i + 16j.
+    for j in 0..4 {
+        for i in 0..100 {
+            db.insert(int_key(i * 64 + 16 * j), b"v").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let before = scan_counts(&db);
+    // Just past 64i + 48, the next key is 64(i + 1), in the oldest run,
+    // which is read first: the three newer runs hold nothing up to it.
+    for i in 0..99 {
+        let next = db.range(int_key(i * 64 + 49)..).next().unwrap().unwrap();
+        assert_eq!(next.0, int_key((i + 1) * 64));
+    }
+    let (probes, empty, false_positives) = scan_counts(&db);
+    let (probes, empty) = (probes - before.0, empty - before.1);
+    // (Not asked: a run whose next table starts above the key.)
+    assert!(
+        probes >= 3 * 90,
+        "nearly every newer run was asked: {probes}"
+    );
+    assert!(empty * 10 >= probes * 9, "{empty} of {probes} said empty");
+    assert_eq!(
+        probes,
+        empty + false_positives - before.2,
+        "every run the filters let through held nothing up to the next key"
+    );
+    // Longer seeks go on past the floors and read every run, in order.
+    let all: Vec<_> = db.range(int_key(49)..).map(|kv| kv.unwrap().0).collect();
+    let expected: Vec<_> = (4..400).map(|k| int_key(k * 16)).collect();
+    assert_eq!(all, expected);
+}

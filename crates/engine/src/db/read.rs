@@ -257,8 +257,9 @@ impl Inner {
 
     /// What the scan filters are asked for `bounds`: the prefix every key
     /// within them shares (with a prefix extractor), and whether they are
-    /// bounded on both sides (for the range filters). `None` for a scan no
-    /// filter can rule out.
+    /// bounded on both sides (for the range filters); with range filters,
+    /// runs may also skip their fronts. `None` for a scan no filter can
+    /// rule out.
     fn scan_filtering(&self, bounds: &Bounds) -> Option<Arc<ScanFiltering>> {
         let policy = &self.options.filter_policy;
         let prefix = policy.prefix_extractor.as_ref().and_then(|extractor| {
@@ -266,10 +267,12 @@ impl Inner {
             Some((extractor.clone(), KeyHash::of(prefix)))
         });
         let bounded = |bound: &Bound<Vec<u8>>| !matches!(bound, Bound::Unbounded);
-        let ranged = policy.range_filter.is_some() && bounded(&bounds.0) && bounded(&bounds.1);
-        (prefix.is_some() || ranged).then(|| {
+        let skips = policy.range_filter.is_some();
+        let ranged = skips && bounded(&bounds.0) && bounded(&bounds.1);
+        (prefix.is_some() || skips).then(|| {
             Arc::new(ScanFiltering {
                 probe: ScanProbe { prefix, ranged },
+                skips,
                 counters: self.counters.clone(),
             })
         })

@@ -1,21 +1,31 @@
 //! The tables of one sorted run within a scan's bounds, opened one at a
 //! time as the scan reaches them, and skipped when their scan filters
-//! (prefix and range filter) rule the scan out.
+//! (prefix and range filter) rule the scan out. A run's front is also a
+//! lazy [`Source`]: its range filters can show it holds nothing up to the
+//! next key of the merge, and then the seek reads nothing of it.
 
 use std::ops::{Bound, Range};
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::iter::Source;
 use crate::key::Entry;
 use crate::sstable::{ScanProbe, SharedBounds, Table, TableIter};
-use crate::version::Version;
+use crate::version::{LiveTable, Version};
 
 use super::counters::Counters;
+
+/// How many times a run's front may be skipped on its range filters before
+/// its table is read: each skip costs a probe, and a scan that goes on for
+/// long reads the table anyway.
+const FRONT_SKIPS: u8 = 8;
 
 /// What a scan asks the scan filters, and where it counts the answers.
 #[derive(Debug)]
 pub(crate) struct ScanFiltering {
     pub probe: ScanProbe,
+    /// Whether a run's front may be skipped on its range filters.
+    pub skips: bool,
     pub counters: Counters,
 }
 
@@ -23,7 +33,12 @@ impl ScanFiltering {
     /// Asks `table` (on `level`) and counts the probe if a filter applied:
     /// `false` only if the table holds nothing the scan can see.
     fn admits(&self, level: usize, table: &Table, bounds: &SharedBounds) -> Admitted {
-        match table.may_hold(&self.probe, bounds) {
+        self.count(level, table.may_hold(&self.probe, bounds))
+    }
+
+    /// Counts a filter's answer for a table on `level`, if one applied.
+    fn count(&self, level: usize, answer: Option<bool>) -> Admitted {
+        match answer {
             None => Admitted::Unfiltered,
             Some(may_hold) => {
                 self.counters.with(|shard| {
@@ -58,11 +73,19 @@ enum Admitted {
     No,
 }
 
-/// An open table of the run, and whether it must still show that its
-/// filter's "may hold" was right (by yielding an entry).
+/// An open table of the run, and what its first entry must show for its
+/// filter's "may hold" to have been right.
 struct Opened {
     iter: TableIter,
-    unproven: bool,
+    unproven: Option<Claim>,
+}
+
+/// A filter's "may hold", to be shown by the first entry read.
+enum Claim {
+    /// The table holds an entry within the scan's bounds.
+    InBounds,
+    /// ... at or below this user key.
+    Through(Vec<u8>),
 }
 
 /// The entries of one sorted run within bounds, opening each table only
@@ -81,6 +104,10 @@ pub(super) struct RunIter {
     /// small to build and move.
     front: Option<Box<Opened>>,
     back: Option<Box<Opened>>,
+    /// The front holds no user key at or below this one (it was skipped).
+    floor: Option<Vec<u8>>,
+    /// Skips the front has left ([`FRONT_SKIPS`]).
+    skips_left: u8,
 }
 
 impl RunIter {
@@ -107,27 +134,26 @@ impl RunIter {
             filtering: filtering.map(Arc::clone),
             front: None,
             back: None,
+            floor: None,
+            skips_left: FRONT_SKIPS,
         })
+    }
+
+    /// Table `at` of the run.
+    fn table(&self, at: usize) -> Option<&LiveTable> {
+        table_of(&self.version, self.level, self.run, at)
     }
 
     /// Opens table `at` of the run, unless its filters rule the scan out.
     fn open(&self, at: usize) -> Option<Box<Opened>> {
-        let table = &self
-            .version
-            .levels
-            .get(self.level)?
-            .runs
-            .get(self.run)?
-            .tables()
-            .get(at)?
-            .table;
+        let table = &self.table(at)?.table;
         let admitted = self.filtering.as_ref().map_or(Admitted::Unfiltered, |f| {
             f.admits(self.level, table, &self.bounds)
         });
         (admitted != Admitted::No).then(|| {
             Box::new(Opened {
                 iter: table.iter_shared(&self.bounds),
-                unproven: admitted == Admitted::ByFilter,
+                unproven: (admitted == Admitted::ByFilter).then_some(Claim::InBounds),
             })
         })
     }
@@ -143,14 +169,80 @@ impl RunIter {
     ) -> Option<Result<Entry>> {
         let opened = end.as_mut()?;
         let item = next(&mut opened.iter);
-        if std::mem::take(&mut opened.unproven)
-            && item.is_none()
+        if let Some(claim) = opened.unproven.take()
             && let Some(filtering) = filtering
         {
-            filtering.false_positive(level);
+            let refuted = match (&item, claim) {
+                (None, _) => true,
+                (Some(Ok(entry)), Claim::Through(key)) => entry.key.user_key > key,
+                (Some(_), _) => false,
+            };
+            if refuted {
+                filtering.false_positive(level);
+            }
         }
         item
     }
+}
+
+impl Source for RunIter {
+    /// Asks the range filter of each table the front reaches whether it
+    /// holds a key above the front's floor and at or below `key`: a table
+    /// ruled out up to its largest key is passed over, and one ruled out up
+    /// to `key` leaves the front unread with its floor at `key`. A "maybe"
+    /// opens the table.
+    fn skip_front_through(&mut self, key: &[u8]) -> bool {
+        let Some(filtering) = self.filtering.clone().filter(|f| f.skips) else {
+            return false;
+        };
+        let version = &self.version;
+        while self.front.is_none() && self.skips_left > 0 {
+            let Some(table) = table_of(version, self.level, self.run, self.pending.start) else {
+                // No table left: the rest, if any, is in the back's table.
+                return false;
+            };
+            if table.smallest_user_key() > key {
+                return true;
+            }
+            self.skips_left -= 1;
+            let lower = match &self.floor {
+                Some(floor) => Bound::Excluded(floor.as_slice()),
+                None => self.bounds.0.as_ref().map(Vec::as_slice),
+            };
+            let within = key < table.largest_user_key();
+            let upper = if within {
+                Bound::Included(key)
+            } else {
+                self.bounds.1.as_ref().map(Vec::as_slice)
+            };
+            match filtering.count(self.level, table.table.range_may_hold(lower, upper)) {
+                Admitted::No if within => {
+                    self.floor = Some(key.to_vec());
+                    return true;
+                }
+                Admitted::No => {
+                    self.pending.start += 1;
+                }
+                Admitted::ByFilter => {
+                    let iter = table.table.iter_shared(&self.bounds);
+                    let claim = Claim::Through(key.to_vec());
+                    self.front = Some(Box::new(Opened {
+                        iter,
+                        unproven: Some(claim),
+                    }));
+                    self.pending.start += 1;
+                }
+                Admitted::Unfiltered => return false,
+            }
+        }
+        false
+    }
+}
+
+/// Table `at` of run `run` on `level` of `version`.
+fn table_of(version: &Version, level: usize, run: usize, at: usize) -> Option<&LiveTable> {
+    let tables = version.levels.get(level)?.runs.get(run)?.tables();
+    tables.get(at).map(|table| &**table)
 }
 
 fn below_upper(key: &[u8], upper: &Bound<Vec<u8>>) -> bool {

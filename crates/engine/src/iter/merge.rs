@@ -9,7 +9,22 @@ use crate::key::Entry;
 
 /// One sorted source of entries (see the [module docs](super) for the
 /// contract): a memtable range, a table or run iterator, a test vector.
-pub(crate) type BoxedSource<'a> = Box<dyn DoubleEndedIterator<Item = Result<Entry>> + Send + 'a>;
+pub(crate) type BoxedSource<'a> = Box<dyn Source + 'a>;
+
+/// A sorted source of entries that may be able to show, without reading
+/// one, that its front holds nothing up to a key: a run asks its range
+/// filters. The merge asks before it reads a source's front, with the
+/// smallest key the other sources hold, and reads the source only once the
+/// iteration has passed that key (a lazy seek).
+pub(crate) trait Source: DoubleEndedIterator<Item = Result<Entry>> + Send {
+    /// Whether the front's next entry, if any, is known to have a user key
+    /// above `key`; asked only while the back end has read nothing. The
+    /// default, `false`, has the source read instead.
+    fn skip_front_through(&mut self, key: &[u8]) -> bool {
+        let _ = key;
+        false
+    }
+}
 
 /// Every entry of every source in [`InternalKey`](crate::key::InternalKey)
 /// order from the front, and in reverse from the back; the two ends may be
@@ -21,7 +36,12 @@ pub(crate) type BoxedSource<'a> = Box<dyn DoubleEndedIterator<Item = Result<Entr
 /// dropped, from either end.
 ///
 /// Each end reads lazily: nothing is read from a source until that end is
-/// first used, and then one entry ahead per source. An `Err` from a source
+/// first used, and then one entry ahead per source. The front reads less
+/// while the back is unused: sources are started oldest first (the largest
+/// run, which most likely holds the next key, is read first), and a source
+/// that shows it holds nothing up to the smallest key read so far
+/// ([`Source::skip_front_through`]) competes with a floor in place of an
+/// entry until the iteration has passed it. An `Err` from a source
 /// is yielded once, by whichever end is called next, and then both ends
 /// return `None`.
 pub(crate) struct MergeIter<'a> {
@@ -51,6 +71,9 @@ impl<'a> MergeIter<'a> {
         if self.trees[end as usize].is_none() && self.failed.is_none() && !self.finished {
             self.start(end);
         }
+        if end == End::Front {
+            self.settle_front();
+        }
         if let Some(error) = self.failed.take() {
             self.finished = true;
             return Some(Err(error));
@@ -64,6 +87,7 @@ impl<'a> MergeIter<'a> {
         // `entry` was the extreme of all that remains, so any copy of it in
         // an older source is now this end's winner: drop those.
         while let Some(slot) = self.winner(end)
+            && self.slots[slot].floor().is_none()
             && self.slots[slot]
                 .candidate(end)
                 .is_some_and(|copy| copy.key == entry.key)
@@ -79,10 +103,27 @@ impl<'a> MergeIter<'a> {
     /// A source drained here changes no candidate of the other end: while
     /// that end's tree exists, each undrained slot has its head for it.
     fn start(&mut self, end: End) {
-        for slot in &mut self.slots {
-            if let Err(error) = slot.fill(end) {
+        if end == End::Back {
+            self.read_floors();
+        }
+        let lazy = end == End::Front && self.trees[End::Back as usize].is_none();
+        // The smallest user key read so far, offered as the lazy bound.
+        let mut least: Option<Vec<u8>> = None;
+        for slot in self.slots.iter_mut().rev() {
+            let filled = if lazy {
+                slot.fill_front(least.as_deref())
+            } else {
+                slot.fill(end)
+            };
+            if let Err(error) = filled {
                 self.failed = Some(error);
                 return;
+            }
+            if lazy
+                && let Some(head) = slot.candidate(End::Front)
+                && least.as_ref().is_none_or(|l| head.key.user_key < *l)
+            {
+                least = Some(head.key.user_key.clone());
             }
         }
         let view = View {
@@ -104,6 +145,51 @@ impl<'a> MergeIter<'a> {
                 self.failed = Some(error);
             }
         }
+        self.replay(slot);
+    }
+
+    /// Until the front's winner is an entry: a floor that wins is moved up
+    /// to the smallest key of the other slots if its source shows it holds
+    /// nothing up to that, or replaced by the source's next entry.
+    fn settle_front(&mut self) {
+        while self.failed.is_none()
+            && let Some(slot) = self.winner(End::Front)
+            && let Some(floor) = self.slots[slot].floor()
+        {
+            // Floors only move up (two floors at one key read one source).
+            let next = self
+                .least_front_key_except(slot)
+                .filter(|next| next.as_slice() > floor);
+            if let Err(error) = self.slots[slot].lift_floor(next.as_deref()) {
+                self.failed = Some(error);
+            }
+            self.replay(slot);
+        }
+    }
+
+    /// Replaces every floor by its source's entry (before the back starts:
+    /// a slot's two heads must be entries once both ends read it).
+    fn read_floors(&mut self) {
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].floor().is_some() {
+                if let Err(error) = self.slots[slot].lift_floor(None) {
+                    self.failed = Some(error);
+                }
+                self.replay(slot);
+            }
+        }
+    }
+
+    /// The smallest user key among the front candidates of every slot but
+    /// `except`.
+    fn least_front_key_except(&self, except: usize) -> Option<Vec<u8>> {
+        let others = self.slots.iter().enumerate().filter(|&(i, _)| i != except);
+        let keys = others.filter_map(|(_, slot)| slot.candidate(End::Front));
+        keys.map(|entry| &entry.key.user_key).min().cloned()
+    }
+
+    /// Re-plays `slot`'s matches in each started tree.
+    fn replay(&mut self, slot: usize) {
         for end in End::BOTH {
             if let Some(tree) = &mut self.trees[end as usize] {
                 let view = View {
@@ -144,7 +230,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::iter::testing::{boom, boxed, entry, failing, is_boom, source, sources};
+    use crate::iter::testing::{
+        VecSource, boom, boxed, entry, failing, is_boom, skipping, source, sources,
+    };
     use crate::key::ValueKind;
 
     fn union(sources: &[Vec<Entry>]) -> Vec<Entry> {
@@ -255,6 +343,7 @@ mod tests {
                 Some(Err(boom()))
             }
         }
+        impl Source for FrontOnly {}
         let entries = vec![
             entry(b"a", 2, ValueKind::Value),
             entry(b"a", 1, ValueKind::Delete),
@@ -263,7 +352,95 @@ mod tests {
         assert_eq!(merge.map(Result::unwrap).collect::<Vec<_>>(), entries);
     }
 
+    /// Each vector as a source that skips its front on the calls `masks`
+    /// (one per source, cycled) set.
+    fn skippers(sources: &[Vec<Entry>], masks: &[u64]) -> Vec<BoxedSource<'static>> {
+        let masks = masks.iter().copied().cycle();
+        sources
+            .iter()
+            .cloned()
+            .zip(masks)
+            .map(|(s, m)| skipping(s, m))
+            .collect()
+    }
+
+    /// A source that counts the entries read from it.
+    struct Counted(VecSource, std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Iterator for Counted {
+        type Item = Result<Entry>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.next()
+        }
+    }
+
+    impl DoubleEndedIterator for Counted {
+        fn next_back(&mut self) -> Option<Self::Item> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.next_back()
+        }
+    }
+
+    impl Source for Counted {
+        fn skip_front_through(&mut self, key: &[u8]) -> bool {
+            self.0.skip_front_through(key)
+        }
+    }
+
+    #[test]
+    fn a_source_that_skips_is_read_only_when_the_front_reaches_its_floor() {
+        let newer = vec![
+            entry(b"a", 5, ValueKind::Value),
+            entry(b"b", 5, ValueKind::Value),
+            entry(b"y", 5, ValueKind::Value),
+        ];
+        let older = vec![entry(b"m", 1, ValueKind::Value)];
+        let reads = std::sync::Arc::default();
+        let lazy = Counted(
+            VecSource::new(older.clone(), !0),
+            std::sync::Arc::clone(&reads),
+        );
+        // The older source is started first, then the newer one is asked.
+        let mut merge = MergeIter::new(vec![Box::new(lazy), source(newer.clone())]);
+        let read = || reads.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(merge.next().unwrap().unwrap(), newer[0]);
+        assert_eq!(merge.next().unwrap().unwrap(), newer[1]);
+        assert_eq!(read(), 0, "nothing of the lazy source was needed yet");
+        // Its floor, lifted past a and b, cannot pass y: m is read.
+        assert_eq!(merge.next().unwrap().unwrap(), older[0]);
+        assert_eq!(read(), 2, "m, then its end (one ahead)");
+        assert_eq!(merge.next().unwrap().unwrap(), newer[2]);
+        assert!(merge.next().is_none());
+    }
+
+    #[test]
+    fn the_back_reads_every_floor_before_it_starts() {
+        let newer = vec![entry(b"a", 5, ValueKind::Value)];
+        let older = vec![entry(b"m", 1, ValueKind::Value)];
+        let mut merge = MergeIter::new(vec![skipping(older.clone(), !0), source(newer.clone())]);
+        assert_eq!(merge.next().unwrap().unwrap(), newer[0]);
+        assert_eq!(merge.next_back().unwrap().unwrap(), older[0]);
+        assert!(merge.next().is_none());
+        assert!(merge.next_back().is_none());
+    }
+
     proptest! {
+        #[test]
+        fn sources_that_skip_change_nothing_from_either_end(
+            sources in sources(6),
+            masks in prop::collection::vec(any::<u64>(), 1..6),
+            ends in prop::collection::vec(any::<bool>(), 0..80),
+        ) {
+            let forward: Vec<Entry> =
+                MergeIter::new(skippers(&sources, &masks)).map(Result::unwrap).collect();
+            prop_assert_eq!(&forward, &union(&sources));
+            let (front, back) = drive(&mut MergeIter::new(skippers(&sources, &masks)), &ends);
+            let mut all = oks(front);
+            all.extend(oks(back).into_iter().rev());
+            prop_assert_eq!(all, union(&sources));
+        }
+
         #[test]
         fn each_end_alone_yields_the_sorted_union(sources in sources(6)) {
             let expected = union(&sources);

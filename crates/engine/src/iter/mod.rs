@@ -10,7 +10,8 @@
 //! (user key ascending, sequence number descending) and in the reverse order
 //! from the back. Like every `DoubleEndedIterator`, it never yields one entry
 //! from both ends: once the ends meet, both return `None`. It yields at most
-//! one `Err`, after which the merge stops reading it.
+//! one `Err`, after which the merge stops reading it. A [`Source`] may also
+//! offer to skip its front up to a key without reading it.
 //!
 //! # Keeping sources alive
 //!
@@ -41,6 +42,6 @@ mod testing;
 #[allow(unused_imports, reason = "used by the db module as it is wired in")]
 pub(crate) use {
     bounds::{UserBounds, prefix_bounds},
-    merge::{BoxedSource, MergeIter},
+    merge::{BoxedSource, MergeIter, Source},
     visible::VisibleIter,
 };

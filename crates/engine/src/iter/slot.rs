@@ -4,7 +4,7 @@
 use super::merge::BoxedSource;
 use super::tournament::Contest;
 use crate::error::Result;
-use crate::key::Entry;
+use crate::key::{Entry, InternalKey, ValueKind};
 
 /// An end of the iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,10 @@ pub(super) struct Slot<'a> {
     /// The source returned `None` or `Err` from an end: it is never read
     /// again, and what is left of it is in `heads`.
     drained: bool,
+    /// The front head is a floor, not an entry: the source showed that
+    /// its front holds no user key at or below the floor's. It sorts after
+    /// every version of that key and before every greater key.
+    floored: bool,
 }
 
 impl<'a> Slot<'a> {
@@ -46,7 +50,46 @@ impl<'a> Slot<'a> {
             source,
             heads: [None, None],
             drained: false,
+            floored: false,
         }
+    }
+
+    /// The user key of the front's floor, if it holds one.
+    pub(super) fn floor(&self) -> Option<&[u8]> {
+        let head = self.heads[End::Front as usize].as_ref();
+        head.filter(|_| self.floored)
+            .map(|h| h.key.user_key.as_slice())
+    }
+
+    /// Fills the front head with a floor at `through` if the source shows
+    /// it holds nothing up to that key, or else with its next entry.
+    pub(super) fn fill_front(&mut self, through: Option<&[u8]>) -> Result<()> {
+        if self.drained || self.heads[End::Front as usize].is_some() {
+            return Ok(());
+        }
+        match through {
+            Some(key) if self.source.skip_front_through(key) => {
+                // The kind and sequence number are never compared.
+                let key = InternalKey::new(key, 0, ValueKind::Delete);
+                self.heads[End::Front as usize] = Some(Entry {
+                    key,
+                    value: Vec::new(),
+                });
+                self.floored = true;
+                Ok(())
+            }
+            _ => self.fill(End::Front),
+        }
+    }
+
+    /// Replaces the front's floor by a higher one, at `through`, if the
+    /// source shows it holds nothing up to that key, or else by its next
+    /// entry.
+    pub(super) fn lift_floor(&mut self, through: Option<&[u8]>) -> Result<()> {
+        if std::mem::take(&mut self.floored) {
+            self.heads[End::Front as usize] = None;
+        }
+        self.fill_front(through)
     }
 
     /// The entry of this slot that `end` yields next: its own head or, once
@@ -105,15 +148,24 @@ impl Contest for View<'_, '_> {
         self.slots[slot].candidate(self.end).is_some()
     }
 
-    fn beats(&self, a: usize, b: usize) -> bool {
+    fn beats(&self, a_slot: usize, b_slot: usize) -> bool {
         let (Some(a), Some(b)) = (
-            self.slots[a].candidate(self.end),
-            self.slots[b].candidate(self.end),
+            self.slots[a_slot].candidate(self.end),
+            self.slots[b_slot].candidate(self.end),
         ) else {
             return false;
         };
         match self.end {
-            End::Front => a.key < b.key,
+            // A floor sorts after every version of its key.
+            End::Front => match a.key.user_key.cmp(&b.key.user_key) {
+                std::cmp::Ordering::Equal => {
+                    match (self.slots[a_slot].floored, self.slots[b_slot].floored) {
+                        (false, false) => a.key < b.key,
+                        (a_floor, _) => !a_floor,
+                    }
+                }
+                order => order.is_lt(),
+            },
             End::Back => a.key > b.key,
         }
     }

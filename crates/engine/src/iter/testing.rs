@@ -5,7 +5,7 @@ use std::ops::Bound;
 
 use proptest::prelude::*;
 
-use super::BoxedSource;
+use super::{BoxedSource, Source};
 use crate::error::{Error, Result};
 use crate::key::{Entry, InternalKey, SeqNo, ValueKind};
 
@@ -67,9 +67,59 @@ pub(crate) fn sources(max_sources: usize) -> impl Strategy<Value = Vec<Vec<Entry
         })
 }
 
+/// A source over a sorted vector of items. With `skips`, it answers
+/// [`Source::skip_front_through`] exactly (from the entries it holds) on
+/// every call whose bit in `skips` is set, taking the calls in turn.
+pub(crate) struct VecSource {
+    items: std::collections::VecDeque<Result<Entry>>,
+    skips: u64,
+}
+
+impl Iterator for VecSource {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.items.pop_front()
+    }
+}
+
+impl DoubleEndedIterator for VecSource {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.items.pop_back()
+    }
+}
+
+impl Source for VecSource {
+    fn skip_front_through(&mut self, key: &[u8]) -> bool {
+        let answer = self.skips & 1 == 1;
+        self.skips = self.skips.rotate_right(1);
+        answer
+            && match self.items.front() {
+                Some(Ok(entry)) => entry.key.user_key.as_slice() > key,
+                Some(Err(_)) => false,
+                None => true,
+            }
+    }
+}
+
+impl VecSource {
+    /// Over `entries`, skipping on the calls `skips` sets.
+    pub(crate) fn new(entries: Vec<Entry>, skips: u64) -> Self {
+        Self {
+            items: entries.into_iter().map(Ok).collect(),
+            skips,
+        }
+    }
+}
+
 /// A source over a sorted vector.
 pub(crate) fn source(entries: Vec<Entry>) -> BoxedSource<'static> {
-    Box::new(entries.into_iter().map(Ok))
+    skipping(entries, 0)
+}
+
+/// A source over a sorted vector that skips as [`VecSource`] says.
+pub(crate) fn skipping(entries: Vec<Entry>, skips: u64) -> BoxedSource<'static> {
+    Box::new(VecSource::new(entries, skips))
 }
 
 /// Boxes every vector as a source.
@@ -85,12 +135,12 @@ pub(crate) fn boom() -> Error {
 /// A source over `entries` that yields an `Err` in place of the entry at
 /// `fail_at` (an index into `entries`; none if out of range).
 pub(crate) fn failing(entries: Vec<Entry>, fail_at: usize) -> BoxedSource<'static> {
-    let items: Vec<Result<Entry>> = entries
+    let items = entries
         .into_iter()
         .enumerate()
         .map(|(i, e)| if i == fail_at { Err(boom()) } else { Ok(e) })
         .collect();
-    Box::new(items.into_iter())
+    Box::new(VecSource { items, skips: 0 })
 }
 
 /// Whether `result` is the error of [`boom`].

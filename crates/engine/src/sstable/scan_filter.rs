@@ -192,19 +192,35 @@ impl ScanFilters {
             // finds keys pays one probe, not two.
             return Some(filter.may_contain(*hash));
         }
-        let (true, Some((offset, filter))) = (probe.ranged, &self.range) else {
+        if !probe.ranged {
             return None;
-        };
+        }
+        let (lower, upper) = (bounds.0.as_ref(), bounds.1.as_ref());
+        let (lower, upper) = (lower.map(Vec::as_slice), upper.map(Vec::as_slice));
+        self.range_may_hold(lower, upper, smallest, largest)
+    }
+
+    /// `Some(false)` only if the range filter shows the table holds no key
+    /// within `(lower, upper)`, given its key range `[smallest, largest]`;
+    /// `None` without a range filter.
+    pub(crate) fn range_may_hold(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> Option<bool> {
+        let (offset, filter) = self.range.as_ref()?;
         // Within the table's key range every key shares its first `offset`
         // bytes, so both ends map in order. An excluded lower bound is
         // taken as included.
-        let lower = match &bounds.0 {
-            Bound::Included(l) | Bound::Excluded(l) => l.as_slice().max(smallest),
+        let lower = match lower {
+            Bound::Included(l) | Bound::Excluded(l) => l.max(smallest),
             Bound::Unbounded => smallest,
         };
-        let (upper, excluded) = match &bounds.1 {
-            Bound::Included(u) if u.as_slice() <= largest => (u.as_slice(), false),
-            Bound::Excluded(u) if u.as_slice() <= largest => (u.as_slice(), true),
+        let (upper, excluded) = match upper {
+            Bound::Included(u) if u <= largest => (u, false),
+            Bound::Excluded(u) if u <= largest => (u, true),
             _ => (largest, false),
         };
         if lower > upper {

@@ -214,6 +214,21 @@ impl Table {
         )
     }
 
+    /// `Some(false)` only if the table's range filter shows it holds no
+    /// key within `(lower, upper)` (which overlap its key range); `None`
+    /// without a range filter.
+    pub(crate) fn range_may_hold(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<bool> {
+        if self.properties.entries == 0 {
+            return Some(false);
+        }
+        self.scan.range_may_hold(
+            lower,
+            upper,
+            self.properties.smallest_user_key(),
+            self.properties.largest_user_key(),
+        )
+    }
+
     /// The prefix and range filters.
     pub(crate) fn scan_filters(&self) -> &ScanFilters {
         &self.scan
