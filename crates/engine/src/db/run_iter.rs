@@ -108,6 +108,9 @@ pub(super) struct RunIter {
     floor: Option<Vec<u8>>,
     /// Skips the front has left ([`FRONT_SKIPS`]).
     skips_left: u8,
+    /// A table the front asked its filters about for the whole scan
+    /// before skipping, and their answer (asked once).
+    admitted: Option<(usize, Admitted)>,
 }
 
 impl RunIter {
@@ -136,6 +139,7 @@ impl RunIter {
             back: None,
             floor: None,
             skips_left: FRONT_SKIPS,
+            admitted: None,
         })
     }
 
@@ -147,9 +151,11 @@ impl RunIter {
     /// Opens table `at` of the run, unless its filters rule the scan out.
     fn open(&self, at: usize) -> Option<Box<Opened>> {
         let table = &self.table(at)?.table;
-        let admitted = self.filtering.as_ref().map_or(Admitted::Unfiltered, |f| {
-            f.admits(self.level, table, &self.bounds)
-        });
+        let admitted = match (self.admitted, &self.filtering) {
+            (Some((asked, admitted)), _) if asked == at => admitted,
+            (_, Some(filtering)) => filtering.admits(self.level, table, &self.bounds),
+            (_, None) => Admitted::Unfiltered,
+        };
         (admitted != Admitted::No).then(|| {
             Box::new(Opened {
                 iter: table.iter_shared(&self.bounds),
@@ -186,23 +192,37 @@ impl RunIter {
 }
 
 impl Source for RunIter {
-    /// Asks the range filter of each table the front reaches whether it
-    /// holds a key above the front's floor and at or below `key`: a table
-    /// ruled out up to its largest key is passed over, and one ruled out up
-    /// to `key` leaves the front unread with its floor at `key`. A "maybe"
-    /// opens the table.
+    /// Asks the filters of each table the front reaches: first whether it
+    /// holds anything the scan can see (as [`RunIter::open`] would), then
+    /// whether its range filter shows it holds no key above the front's
+    /// floor and at or below `key`. A table ruled out either way up to its
+    /// largest key is passed over, and one ruled out up to `key` leaves the
+    /// front unread with its floor at `key`. A "maybe" opens the table.
     fn skip_front_through(&mut self, key: &[u8]) -> bool {
         let Some(filtering) = self.filtering.clone().filter(|f| f.skips) else {
             return false;
         };
         let version = &self.version;
-        while self.front.is_none() && self.skips_left > 0 {
-            let Some(table) = table_of(version, self.level, self.run, self.pending.start) else {
+        while self.front.is_none() {
+            let at = self.pending.start;
+            let Some(table) = table_of(version, self.level, self.run, at) else {
                 // No table left: the rest, if any, is in the back's table.
                 return false;
             };
             if table.smallest_user_key() > key {
                 return true;
+            }
+            let for_scan = match self.admitted {
+                Some((asked, admitted)) if asked == at => admitted,
+                _ => filtering.admits(self.level, &table.table, &self.bounds),
+            };
+            self.admitted = Some((at, for_scan));
+            if for_scan == Admitted::No {
+                self.pending.start += 1;
+                continue;
+            }
+            if self.skips_left == 0 {
+                return false;
             }
             self.skips_left -= 1;
             let lower = match &self.floor {
@@ -220,9 +240,7 @@ impl Source for RunIter {
                     self.floor = Some(key.to_vec());
                     return true;
                 }
-                Admitted::No => {
-                    self.pending.start += 1;
-                }
+                Admitted::No => self.pending.start += 1,
                 Admitted::ByFilter => {
                     let iter = table.table.iter_shared(&self.bounds);
                     let claim = Claim::Through(key.to_vec());
