@@ -2,6 +2,7 @@
 
 mod background;
 mod builder;
+mod checkpoint;
 mod compact;
 mod counters;
 mod flush;

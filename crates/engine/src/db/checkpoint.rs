@@ -1,0 +1,107 @@
+//! [`Db::checkpoint`]: a copy of the database's table files and a manifest
+//! naming them, in a directory of its own, that opens as a database.
+//!
+//! Tables are immutable, so a copy of the live ones, taken while a pinned
+//! version keeps them from being deleted, is consistent: after a flush the
+//! tables hold every write up to the newest flushed one, and the WALs are
+//! not needed. The copy is a Raft snapshot's payload (`sift-raft`) and a
+//! backup.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::log::{LogKind, LogWriter};
+use crate::manifest::filenames;
+use crate::version::{Start, VersionSet};
+
+use super::open::style_tag;
+use super::{Db, Inner, lock};
+
+/// Bytes copied per read and write.
+const COPY_CHUNK: usize = 1 << 20;
+
+impl Db {
+    /// Flushes the memtables, then writes a copy of every live table and a
+    /// manifest naming them into `dir`, which must not hold a database:
+    /// [`Db::open`] on `dir` then reads every write that was acknowledged
+    /// before this call, and perhaps some made during it (a consistent
+    /// prefix of them). The table files are copied, not linked.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `dir` already holds a database; the
+    /// flush's errors; [`Error::Io`] for what cannot be copied or written
+    /// (the directory may then hold part of a copy, without a `CURRENT`).
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.inner.checkpoint(dir.as_ref())
+    }
+}
+
+impl Inner {
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        let fs = &self.options.fs;
+        fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let listed = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+        if listed.iter().any(|name| name == "CURRENT") {
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds a database",
+                dir.display()
+            )));
+        }
+        self.flush_all()?;
+        // The version, the indexes and two file numbers past every table
+        // (an empty WAL's and the manifest's), taken together under the
+        // state lock.
+        let (version, indexes, wal, manifest) = {
+            let mut state = lock(&self.state);
+            Self::check_background_error(&state)?;
+            let version = std::sync::Arc::clone(&self.current().version);
+            let wal = state.versions.new_file_number();
+            (
+                version,
+                self.indexes.load_full(),
+                wal,
+                state.versions.new_file_number(),
+            )
+        };
+        for table in version.tables() {
+            let name = filenames::table(table.meta.id);
+            copy(fs.as_ref(), &self.file(&name), &dir.join(&name))?;
+        }
+        let last_seq = version.tables().map(|t| t.meta.max_seq).max().unwrap_or(0);
+        // No WAL is copied: the copy starts on an empty one.
+        let path = dir.join(filenames::wal(wal));
+        LogWriter::create(fs.as_ref(), &path, LogKind::Wal)?.sync()?;
+        VersionSet::create(
+            std::sync::Arc::clone(fs),
+            dir.to_path_buf(),
+            &Start {
+                version: &version,
+                indexes: &indexes,
+                next_file_number: manifest,
+                log_number: wal,
+                last_seq,
+                compaction_style: style_tag(&self.options.compaction),
+            },
+        )?;
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+    }
+}
+
+/// Copies `from` to `to` and syncs it.
+fn copy(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+    let source = fs.open(from).map_err(|e| Error::io(from, e))?;
+    let size = source.size().map_err(|e| Error::io(from, e))?;
+    let mut target = fs.create(to).map_err(|e| Error::io(to, e))?;
+    let mut buf = vec![0; COPY_CHUNK];
+    let mut offset = 0;
+    while offset < size {
+        let len = usize::try_from(size - offset).map_or(COPY_CHUNK, |left| left.min(COPY_CHUNK));
+        source
+            .read_exact_at(&mut buf[..len], offset)
+            .map_err(|e| Error::io(from, e))?;
+        target.append(&buf[..len]).map_err(|e| Error::io(to, e))?;
+        offset += len as u64;
+    }
+    target.sync().map_err(|e| Error::io(to, e))
+}

@@ -1,0 +1,74 @@
+//! `Db::checkpoint`: a copy that opens as a database holding every write
+//! acknowledged before it, and nothing written after.
+
+use std::collections::BTreeMap;
+
+use siftdb::{Db, Error};
+
+fn all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.range::<Vec<u8>, _>(..).map(Result::unwrap).collect()
+}
+
+#[test]
+fn a_checkpoint_opens_with_every_earlier_write_and_no_later_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::builder(dir.path().join("db"))
+        .memtable_bytes(16 << 10)
+        .table_target_bytes(16 << 10)
+        .open()
+        .unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..5_000u32 {
+        let key = format!("key{:05}", i * 7 % 5_000).into_bytes();
+        if i % 11 == 0 {
+            db.remove(&key).unwrap();
+            model.remove(&key);
+        } else {
+            let value = format!("value{i}").into_bytes();
+            db.insert(&key, &value).unwrap();
+            model.insert(key, value);
+        }
+    }
+    // Some in tables, the rest in the memtable.
+    db.wait_for_compactions().unwrap();
+    db.insert(b"last", b"in the memtable").unwrap();
+    model.insert(b"last".to_vec(), b"in the memtable".to_vec());
+    let copy_dir = dir.path().join("copy");
+    db.checkpoint(&copy_dir).unwrap();
+    db.insert(b"after", b"not in the copy").unwrap();
+    db.remove(b"last").unwrap();
+
+    let copy = Db::open(&copy_dir).unwrap();
+    assert_eq!(all(&copy), model);
+    // The copy is a database of its own: it takes writes and reopens.
+    copy.insert(b"own", b"write").unwrap();
+    drop(copy);
+    let copy = Db::open(&copy_dir).unwrap();
+    assert_eq!(copy.get(b"own").unwrap(), Some(b"write".to_vec()));
+    assert_eq!(copy.get(b"after").unwrap(), None);
+    // The original is untouched by it.
+    assert_eq!(db.get(b"after").unwrap(), Some(b"not in the copy".to_vec()));
+    assert_eq!(db.get(b"last").unwrap(), None);
+}
+
+#[test]
+fn an_empty_database_checkpoints_to_an_empty_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db")).unwrap();
+    db.checkpoint(dir.path().join("copy")).unwrap();
+    let copy = Db::open(dir.path().join("copy")).unwrap();
+    assert!(all(&copy).is_empty());
+}
+
+#[test]
+fn a_checkpoint_never_overwrites_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db")).unwrap();
+    let other = Db::open(dir.path().join("other")).unwrap();
+    other.insert(b"k", b"v").unwrap();
+    drop(other);
+    let err = db.checkpoint(dir.path().join("other")).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let other = Db::open(dir.path().join("other")).unwrap();
+    assert_eq!(other.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
