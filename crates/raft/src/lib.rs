@@ -1,0 +1,44 @@
+//! Sift replicated by Raft, on [openraft] 0.9.
+//!
+//! - [`LogStore`]: openraft's log, vote and committed index, kept in a Sift
+//!   database of their own and synced before openraft is told they are.
+//! - [`StateMachine`]: the replicated store, a Sift database; a
+//!   [`Command`] (a write batch, or a transaction with its read checks) is
+//!   one Raft entry, applied atomically. Snapshots are
+//!   [`siftdb::Db::checkpoint`]s of its table files, packed in one file
+//!   that openraft streams to a lagging follower in chunks.
+//!
+//! The design, and the path past one Raft group: `docs/replication.md`.
+
+#![allow(
+    clippy::result_large_err,
+    reason = "openraft's StorageError, the error of its storage traits, is large"
+)]
+
+mod codec;
+mod command;
+mod keys;
+mod log_store;
+mod snapshot;
+mod state_machine;
+mod types;
+
+pub use command::{Check, Command, Op, Outcome};
+pub use log_store::LogStore;
+pub use state_machine::{DataHandle, StateMachine};
+pub use types::{NodeId, Raft, TypeConfig};
+
+use std::path::Path;
+
+use openraft::StorageError;
+
+/// Opens (or creates) the log and the state machine of a node under `dir`:
+/// `dir/log` and `dir/sm`, with snapshots in `dir/snapshots`.
+///
+/// # Errors
+/// What opening either database returns.
+pub async fn open_storage(dir: &Path) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
+    let log = LogStore::open(&dir.join("log"))?;
+    let sm = StateMachine::open(dir).await?;
+    Ok((log, sm))
+}

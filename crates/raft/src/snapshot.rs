@@ -1,0 +1,276 @@
+//! Snapshots: a [`Db::checkpoint`] of the state machine packed in one tar
+//! file, with its [`SnapshotMeta`] beside it. openraft streams the file to
+//! a lagging follower in chunks; the follower unpacks it into a fresh
+//! database directory ([`crate::StateMachine`] swaps it in).
+//!
+//! In `dir`: `snapshot-N.tar` and `snapshot-N.meta` (JSON), and `CURRENT`
+//! naming the live N; `CURRENT` is replaced by a rename, so a crash leaves
+//! the old snapshot or the new one, never half of each.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use openraft::storage::Snapshot;
+use openraft::{
+    BasicNode, ErrorSubject, ErrorVerb, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError,
+    StoredMembership,
+};
+use siftdb::Db;
+
+use crate::codec::decode;
+use crate::keys;
+use crate::log_store::io_error;
+use crate::state_machine::DataHandle;
+use crate::types::{NodeId, TypeConfig};
+
+type StorageResult<T> = Result<T, StorageError<NodeId>>;
+
+/// What a snapshot's metadata says.
+pub(crate) type Meta = SnapshotMeta<NodeId, BasicNode>;
+
+/// The last applied log id and membership a state machine records.
+pub(crate) type Applied = (Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>);
+
+/// The snapshots of one node.
+#[derive(Debug)]
+pub(crate) struct Snapshots {
+    dir: PathBuf,
+    /// Numbers snapshots, builds and received ones alike.
+    next: AtomicU64,
+    /// Held while `CURRENT` changes.
+    saving: tokio::sync::Mutex<()>,
+}
+
+impl Snapshots {
+    /// The snapshots in `dir`, created if missing; drops what an
+    /// interrupted build or transfer left.
+    pub(crate) fn open(dir: PathBuf) -> StorageResult<Self> {
+        let fail = |e: std::io::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, &e);
+        std::fs::create_dir_all(&dir).map_err(fail)?;
+        let current = read_current(&dir).map_err(fail)?;
+        let mut next = current.map_or(1, |n| n + 1);
+        for entry in std::fs::read_dir(&dir).map_err(fail)? {
+            let name = entry
+                .map_err(fail)?
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            let number = snapshot_number(&name);
+            next = next.max(number.map_or(0, |n| n + 1));
+            if name != "CURRENT" && number != current {
+                let path = dir.join(&name);
+                let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+            }
+        }
+        Ok(Self {
+            dir,
+            next: AtomicU64::new(next),
+            saving: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn number(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn tar(&self, n: u64) -> PathBuf {
+        self.dir.join(format!("snapshot-{n}.tar"))
+    }
+
+    fn meta(&self, n: u64) -> PathBuf {
+        self.dir.join(format!("snapshot-{n}.meta"))
+    }
+
+    /// A new file to receive a snapshot into, and its number.
+    pub(crate) async fn receive(&self) -> StorageResult<(u64, tokio::fs::File)> {
+        let n = self.number();
+        let file = tokio::fs::File::create(self.tar(n))
+            .await
+            .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?;
+        Ok((n, file))
+    }
+
+    /// The path of received snapshot `n`.
+    pub(crate) fn received(&self, n: u64) -> PathBuf {
+        self.tar(n)
+    }
+
+    /// Makes snapshot `n` (its tar file written and synced) the current
+    /// one, with `meta`, and deletes the one it replaces.
+    pub(crate) async fn save(&self, n: u64, meta: &Meta) -> StorageResult<()> {
+        let signature = Some(meta.signature());
+        let fail = |e: &dyn std::error::Error| {
+            io_error(
+                ErrorSubject::Snapshot(signature.clone()),
+                ErrorVerb::Write,
+                e,
+            )
+        };
+        let json = serde_json::to_vec(meta).map_err(|e| fail(&e))?;
+        let _saving = self.saving.lock().await;
+        let previous = read_current(&self.dir).map_err(|e| fail(&e))?;
+        write_synced(&self.meta(n), &json).map_err(|e| fail(&e))?;
+        let temp = self.dir.join("CURRENT.tmp");
+        write_synced(&temp, n.to_string().as_bytes()).map_err(|e| fail(&e))?;
+        std::fs::rename(&temp, self.dir.join("CURRENT")).map_err(|e| fail(&e))?;
+        sync_dir(&self.dir).map_err(|e| fail(&e))?;
+        if let Some(old) = previous.filter(|&old| old != n) {
+            let _ = std::fs::remove_file(self.tar(old));
+            let _ = std::fs::remove_file(self.meta(old));
+        }
+        Ok(())
+    }
+
+    /// The current snapshot, if there is one.
+    pub(crate) async fn current(&self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
+        let fail =
+            |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
+        let _saving = self.saving.lock().await;
+        let Some(n) = read_current(&self.dir).map_err(|e| fail(&e))? else {
+            return Ok(None);
+        };
+        let json = std::fs::read(self.meta(n)).map_err(|e| fail(&e))?;
+        let meta: Meta = serde_json::from_slice(&json).map_err(|e| fail(&e))?;
+        let file = tokio::fs::File::open(self.tar(n))
+            .await
+            .map_err(|e| fail(&e))?;
+        Ok(Some(Snapshot {
+            meta,
+            snapshot: Box::new(file),
+        }))
+    }
+
+    /// Checkpoints `db`, packs the copy, and makes it the current snapshot.
+    async fn build(self: &Arc<Self>, db: Arc<Db>) -> StorageResult<Snapshot<TypeConfig>> {
+        let n = self.number();
+        let (work, tar) = (self.dir.join(format!("build-{n}")), self.tar(n));
+        let packed = tokio::task::spawn_blocking(move || -> Result<Applied, String> {
+            db.checkpoint(&work).map_err(|e| e.to_string())?;
+            // What the copy holds, read from the copy: applies go on while
+            // it is taken, so the live state machine may be ahead of it.
+            let applied = {
+                let copy = Db::open(&work).map_err(|e| e.to_string())?;
+                read_applied(&copy)?
+            };
+            pack(&work, &tar).map_err(|e| e.to_string())?;
+            let _ = std::fs::remove_dir_all(&work);
+            Ok(applied)
+        });
+        let fail = |e: String| {
+            io_error(
+                ErrorSubject::Snapshot(None),
+                ErrorVerb::Write,
+                &std::io::Error::other(e),
+            )
+        };
+        let (last_log_id, last_membership) = packed
+            .await
+            .map_err(|e| fail(e.to_string()))?
+            .map_err(fail)?;
+        let snapshot_id = match last_log_id {
+            Some(id) => format!("{}-{}-{n}", id.leader_id, id.index),
+            None => format!("--{n}"),
+        };
+        let meta = Meta {
+            last_log_id,
+            last_membership,
+            snapshot_id,
+        };
+        self.save(n, &meta).await?;
+        let file = tokio::fs::File::open(self.tar(n))
+            .await
+            .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, &e))?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(file),
+        })
+    }
+}
+
+/// Builds a snapshot of the state machine as it is when it runs (openraft
+/// runs it beside the applies).
+#[derive(Debug)]
+pub struct SnapshotBuilder {
+    pub(crate) data: DataHandle,
+    pub(crate) snapshots: Arc<Snapshots>,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
+        self.snapshots.build(self.data.db()).await
+    }
+}
+
+/// The last applied log id and membership recorded in `db`.
+pub(crate) fn read_applied(db: &Db) -> Result<Applied, String> {
+    let read = |key: &[u8]| db.get(key).map_err(|e| e.to_string());
+    let applied = match read(keys::APPLIED)? {
+        Some(bytes) => Some(decode(&bytes).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let membership = match read(keys::MEMBERSHIP)? {
+        Some(bytes) => decode(&bytes).map_err(|e| e.to_string())?,
+        None => StoredMembership::default(),
+    };
+    Ok((applied, membership))
+}
+
+/// Packs the files of `dir` (no subdirectories) into the tar file `to`,
+/// synced.
+fn pack(dir: &Path, to: &Path) -> std::io::Result<()> {
+    let mut builder = tar::Builder::new(std::fs::File::create(to)?);
+    let mut names: Vec<_> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()?;
+    names.sort();
+    for name in names {
+        let path = dir.join(&name);
+        if path.is_file() {
+            builder.append_path_with_name(&path, &name)?;
+        }
+    }
+    builder.into_inner()?.sync_all()
+}
+
+/// Unpacks the tar file `from` into the new directory `dir`. A damaged or
+/// hostile archive is an error (tar refuses paths out of `dir`); what it
+/// unpacks is checked again when the database opens.
+pub(crate) fn unpack(from: &Path, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    tar::Archive::new(std::fs::File::open(from)?).unpack(dir)?;
+    sync_dir(dir)
+}
+
+/// The number `CURRENT` in `dir` names, if it exists.
+fn read_current(dir: &Path) -> std::io::Result<Option<u64>> {
+    match std::fs::read_to_string(dir.join("CURRENT")) {
+        Ok(text) => text.trim().parse().map(Some).map_err(|_| {
+            std::io::Error::other(format!("{}: CURRENT is not a number", dir.display()))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// N of `snapshot-N.tar` or `snapshot-N.meta`.
+fn snapshot_number(name: &str) -> Option<u64> {
+    let stem = name.strip_prefix("snapshot-")?;
+    let n = stem
+        .strip_suffix(".tar")
+        .or_else(|| stem.strip_suffix(".meta"))?;
+    n.parse().ok()
+}
+
+/// Writes `bytes` to `path` and syncs the file.
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Syncs directory `dir`, so the names in it survive a crash.
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}

@@ -1,0 +1,299 @@
+//! [`StateMachine`]: the replicated store. User keys live in a Sift
+//! database behind a one-byte prefix, beside the last applied log id and
+//! membership, written in the same batch as each entry's writes: the
+//! database alone says how far it has applied, and so does every
+//! checkpoint of it.
+//!
+//! Writes are not synced: the log is. After a crash the database may be
+//! behind what it had applied (a prefix of it, as its WAL keeps), and
+//! openraft applies the rest again from the log.
+//!
+//! The database lives in `sm/G`, generation `G` named by `sm/CURRENT`; an
+//! installed snapshot unpacks into the next generation, which replaces it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    BasicNode, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftTypeConfig,
+    StorageError, StoredMembership,
+};
+use siftdb::{Db, WriteBatch};
+use tokio::io::AsyncSeekExt;
+
+use crate::codec::encode;
+use crate::command::{Command, Op, Outcome};
+use crate::keys;
+use crate::log_store::io_error;
+use crate::snapshot::{
+    self, Meta, SnapshotBuilder, Snapshots, read_applied, sync_dir, write_synced,
+};
+use crate::types::{NodeId, TypeConfig};
+
+type StorageResult<T> = Result<T, StorageError<NodeId>>;
+
+/// Shared read access to the state machine's current database, which an
+/// installed snapshot replaces.
+#[derive(Clone, Debug)]
+pub struct DataHandle(Arc<RwLock<Arc<Db>>>);
+
+impl DataHandle {
+    /// The current database (user keys behind a prefix: use the methods
+    /// below to read them).
+    pub fn db(&self) -> Arc<Db> {
+        Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn replace(&self, db: Arc<Db>) -> Arc<Db> {
+        std::mem::replace(
+            &mut *self.0.write().unwrap_or_else(PoisonError::into_inner),
+            db,
+        )
+    }
+
+    /// The value of user key `key`.
+    ///
+    /// # Errors
+    /// What [`Db::get`] returns.
+    pub fn get(&self, key: &[u8]) -> siftdb::Result<Option<Vec<u8>>> {
+        self.db().get(keys::data(key))
+    }
+
+    /// Up to `limit` user entries with keys in `[lower, upper)` (`upper`
+    /// `None`: to the end), in key order.
+    ///
+    /// # Errors
+    /// What the scan yields.
+    pub fn scan(
+        &self,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        limit: usize,
+    ) -> siftdb::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let lower = keys::data(lower);
+        let upper = upper.map_or_else(|| vec![keys::DATA + 1], keys::data);
+        let db = self.db();
+        let strip = |(mut key, value): (Vec<u8>, Vec<u8>)| {
+            key.remove(0);
+            (key, value)
+        };
+        db.range(lower..upper)
+            .take(limit)
+            .map(|item| item.map(strip))
+            .collect()
+    }
+}
+
+/// The state machine of one node.
+#[derive(Debug)]
+pub struct StateMachine {
+    /// `sm` of the node's directory.
+    dir: PathBuf,
+    generation: u64,
+    data: DataHandle,
+    last_applied: Option<LogId<NodeId>>,
+    membership: StoredMembership<NodeId, BasicNode>,
+    snapshots: Arc<Snapshots>,
+    /// The snapshot being received, by number.
+    receiving: Option<u64>,
+}
+
+impl StateMachine {
+    /// Opens (or creates) the state machine of the node in `dir`.
+    ///
+    /// # Errors
+    /// What opening its database or snapshots returns.
+    pub async fn open(dir: &Path) -> StorageResult<Self> {
+        let fail =
+            |e: &dyn std::error::Error| io_error(ErrorSubject::StateMachine, ErrorVerb::Read, e);
+        let sm = dir.join("sm");
+        std::fs::create_dir_all(&sm).map_err(|e| fail(&e))?;
+        let generation = match std::fs::read_to_string(sm.join("CURRENT")) {
+            Ok(text) => text.trim().parse().map_err(|e| fail(&e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                set_generation(&sm, 1).map_err(|e| fail(&e))?;
+                1
+            }
+            Err(e) => return Err(fail(&e)),
+        };
+        // Generations an install replaced, or one it did not finish.
+        for entry in std::fs::read_dir(&sm).map_err(|e| fail(&e))? {
+            let path = entry.map_err(|e| fail(&e))?.path();
+            if path.is_dir() && path.file_name() != Some(generation.to_string().as_ref()) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+        let db = Db::open(sm.join(generation.to_string())).map_err(|e| fail(&e))?;
+        let (last_applied, membership) =
+            read_applied(&db).map_err(|e| fail(&std::io::Error::other(e)))?;
+        let snapshots = Snapshots::open(dir.join("snapshots"))?;
+        Ok(Self {
+            dir: sm,
+            generation,
+            data: DataHandle(Arc::new(RwLock::new(Arc::new(db)))),
+            last_applied,
+            membership,
+            snapshots: Arc::new(snapshots),
+            receiving: None,
+        })
+    }
+
+    /// Read access to the data, shared with the node's API.
+    pub fn data(&self) -> DataHandle {
+        self.data.clone()
+    }
+}
+
+/// Writes `sm/CURRENT` naming `generation`, atomically.
+fn set_generation(sm: &Path, generation: u64) -> std::io::Result<()> {
+    let temp = sm.join("CURRENT.tmp");
+    write_synced(&temp, generation.to_string().as_bytes())?;
+    std::fs::rename(&temp, sm.join("CURRENT"))?;
+    sync_dir(sm)
+}
+
+/// Adds `command`'s writes to `batch`, if its checks hold in `db`.
+fn stage(db: &Db, command: Command, batch: &mut WriteBatch) -> siftdb::Result<Outcome> {
+    if let Err(reason) = command.validate() {
+        return Ok(Outcome::Rejected { reason });
+    }
+    let ops = match command {
+        Command::Write(ops) => ops,
+        Command::Txn { checks, ops } => {
+            for check in checks {
+                if db.get(keys::data(&check.key))? != check.value {
+                    return Ok(Outcome::Conflict { key: check.key });
+                }
+            }
+            ops
+        }
+    };
+    for op in ops {
+        match op {
+            Op::Put { key, value } => batch.insert(keys::data(&key), value),
+            Op::Delete { key } => batch.remove(keys::data(&key)),
+        };
+    }
+    Ok(Outcome::Applied)
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> StorageResult<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>)> {
+        Ok((self.last_applied, self.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> StorageResult<Vec<Outcome>>
+    where
+        I: IntoIterator<Item = <TypeConfig as RaftTypeConfig>::Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let db = self.data.db();
+        let mut outcomes = Vec::new();
+        for entry in entries {
+            let fail = |e: &dyn std::error::Error| {
+                io_error(ErrorSubject::Apply(entry.log_id), ErrorVerb::Write, e)
+            };
+            let mut batch = WriteBatch::new();
+            let outcome = match entry.payload {
+                EntryPayload::Blank => Outcome::Internal,
+                EntryPayload::Normal(command) => {
+                    stage(&db, command, &mut batch).map_err(|e| fail(&e))?
+                }
+                EntryPayload::Membership(membership) => {
+                    let stored = StoredMembership::new(Some(entry.log_id), membership);
+                    batch.insert(keys::MEMBERSHIP, encode(&stored).map_err(|e| fail(&e))?);
+                    self.membership = stored;
+                    Outcome::Internal
+                }
+            };
+            batch.insert(keys::APPLIED, encode(&entry.log_id).map_err(|e| fail(&e))?);
+            db.write(&batch).map_err(|e| fail(&e))?;
+            self.last_applied = Some(entry.log_id);
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        SnapshotBuilder {
+            data: self.data.clone(),
+            snapshots: Arc::clone(&self.snapshots),
+        }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
+        let (n, file) = self.snapshots.receive().await?;
+        self.receiving = Some(n);
+        Ok(Box::new(file))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &Meta,
+        snapshot: Box<tokio::fs::File>,
+    ) -> StorageResult<()> {
+        let signature = Some(meta.signature());
+        let fail = |e: &dyn std::error::Error| {
+            io_error(
+                ErrorSubject::Snapshot(signature.clone()),
+                ErrorVerb::Write,
+                e,
+            )
+        };
+        // The data is read from the handle openraft gives back, which need
+        // not be the file it was received into: copied to a new snapshot
+        // file (one more sequential write of it), which is kept as current.
+        let mut source = *snapshot;
+        let (n, mut copy) = self.snapshots.receive().await?;
+        let copied = async {
+            source.seek(std::io::SeekFrom::Start(0)).await?;
+            tokio::io::copy(&mut source, &mut copy).await?;
+            copy.sync_all().await
+        };
+        copied.await.map_err(|e| fail(&e))?;
+        drop((source, copy));
+        if let Some(received) = self.receiving.take() {
+            let _ = std::fs::remove_file(self.snapshots.received(received));
+        }
+        let (tar, generation) = (self.snapshots.received(n), self.generation + 1);
+        let target = self.dir.join(generation.to_string());
+        let expected = meta.last_log_id;
+        let opened = tokio::task::spawn_blocking(move || -> Result<Db, String> {
+            let _ = std::fs::remove_dir_all(&target);
+            snapshot::unpack(&tar, &target).map_err(|e| e.to_string())?;
+            let db = Db::open(&target).map_err(|e| e.to_string())?;
+            let (applied, _) = read_applied(&db)?;
+            if applied != expected {
+                return Err(format!(
+                    "the snapshot's data applied {applied:?}, its metadata says {expected:?}"
+                ));
+            }
+            Ok(db)
+        });
+        let db = opened
+            .await
+            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&std::io::Error::other(e)))?;
+        set_generation(&self.dir, generation).map_err(|e| fail(&e))?;
+        let old = self.data.replace(Arc::new(db));
+        let old_dir = self.dir.join(self.generation.to_string());
+        self.generation = generation;
+        // Readers may still hold the old database; then its directory goes
+        // at the next open.
+        if Arc::into_inner(old).is_some() {
+            let _ = std::fs::remove_dir_all(old_dir);
+        }
+        self.last_applied = meta.last_log_id;
+        self.membership = meta.last_membership.clone();
+        self.snapshots.save(n, meta).await
+    }
+
+    async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
+        self.snapshots.current().await
+    }
+}

@@ -1,0 +1,22 @@
+//! The type configuration openraft is instantiated with.
+
+use openraft::BasicNode;
+
+use crate::command::{Command, Outcome};
+
+/// A node's id in the cluster.
+pub type NodeId = u64;
+
+openraft::declare_raft_types!(
+    /// Sift's Raft: [`Command`]s in, [`Outcome`]s out, nodes known by
+    /// address, snapshots as files.
+    pub TypeConfig:
+        D = Command,
+        R = Outcome,
+        NodeId = NodeId,
+        Node = BasicNode,
+        SnapshotData = tokio::fs::File,
+);
+
+/// A Raft node of Sift.
+pub type Raft = openraft::Raft<TypeConfig>;
