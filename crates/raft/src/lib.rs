@@ -15,16 +15,24 @@
     reason = "openraft's StorageError, the error of its storage traits, is large"
 )]
 
+pub mod api;
+mod client;
 mod codec;
 mod command;
 mod keys;
 mod log_store;
+mod network;
+mod node;
+mod server;
 mod snapshot;
 mod state_machine;
 mod types;
 
-pub use command::{Check, Command, Op, Outcome};
+pub use client::Client;
+pub use command::{Check, Command, MAX_KEY_LEN, Op, Outcome};
 pub use log_store::LogStore;
+pub use network::Partition;
+pub use node::{Node, NodeOptions};
 pub use state_machine::{DataHandle, StateMachine};
 pub use types::{NodeId, Raft, TypeConfig};
 

@@ -85,7 +85,13 @@ impl Snapshots {
     /// A new file to receive a snapshot into, and its number.
     pub(crate) async fn receive(&self) -> StorageResult<(u64, tokio::fs::File)> {
         let n = self.number();
-        let file = tokio::fs::File::create(self.tar(n))
+        // Read as well as written: the state machine reads it back.
+        let file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(self.tar(n))
             .await
             .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?;
         Ok((n, file))

@@ -1,0 +1,126 @@
+//! What a client and a node say to each other (MessagePack over HTTP),
+//! and the node's status (JSON).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::Outcome;
+use crate::types::NodeId;
+
+/// Paths of the client API.
+pub(crate) const WRITE: &str = "/api/write";
+pub(crate) const READ: &str = "/api/read";
+pub(crate) const INIT: &str = "/cluster/init";
+pub(crate) const ADD_LEARNER: &str = "/cluster/add-learner";
+pub(crate) const CHANGE_MEMBERSHIP: &str = "/cluster/change-membership";
+pub(crate) const STATUS: &str = "/cluster/status";
+
+/// The header a node sets on a request it forwards to the leader: the
+/// leader answers it itself, never forwarding it again.
+pub(crate) const FORWARDED: &str = "x-sift-forwarded";
+
+/// A linearizable read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Read {
+    /// The value of one key.
+    Get {
+        /// The key.
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+    },
+    /// Up to `limit` entries from `lower` (included) to `upper` (excluded;
+    /// `None`: the end), in key order.
+    Scan {
+        /// The first key.
+        #[serde(with = "serde_bytes")]
+        lower: Vec<u8>,
+        /// The key after the last.
+        #[serde(with = "serde_bytes")]
+        upper: Option<Vec<u8>>,
+        /// The most entries returned.
+        limit: usize,
+    },
+}
+
+/// A key and its value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyValue {
+    /// The key.
+    #[serde(with = "serde_bytes")]
+    pub key: Vec<u8>,
+    /// The value.
+    #[serde(with = "serde_bytes")]
+    pub value: Vec<u8>,
+}
+
+/// The answer to a [`Read`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadAnswer {
+    /// The value of a [`Read::Get`] (`None`: absent).
+    Value(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
+    /// The entries of a [`Read::Scan`].
+    Entries(Vec<KeyValue>),
+}
+
+/// An acknowledged write: committed by a majority and applied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    /// What applying it did.
+    pub outcome: Outcome,
+    /// Its index in the log.
+    pub index: u64,
+}
+
+/// A member or learner of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Its id.
+    pub id: NodeId,
+    /// Its address.
+    pub addr: String,
+}
+
+/// What a node knows of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// The node answering.
+    pub id: NodeId,
+    /// Its role: "Leader", "Follower", "Candidate" or "Learner".
+    pub state: String,
+    /// The leader it knows of.
+    pub leader: Option<NodeId>,
+    /// The current term.
+    pub term: u64,
+    /// The voting members, by id.
+    pub members: BTreeMap<NodeId, String>,
+    /// The learners (non-voting), by id.
+    pub learners: BTreeMap<NodeId, String>,
+    /// Index of the last entry in its log.
+    pub last_log_index: Option<u64>,
+    /// Index of the last entry applied to its state machine.
+    pub last_applied: Option<u64>,
+    /// Index of the last entry in its snapshot.
+    pub snapshot: Option<u64>,
+}
+
+/// Why a request failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum ApiError {
+    /// This node is not the leader and could not forward the request: the
+    /// leader it knows of, if any (retry there, or later).
+    #[error("not the leader (leader: {leader:?})")]
+    NotLeader {
+        /// The leader's id and address, if known.
+        leader: Option<Member>,
+    },
+    /// The request is invalid (a key or value over the limits, a bad
+    /// membership).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The request could not be carried out now (no quorum, a node
+    /// shutting down, a network error); it may or may not have taken
+    /// effect.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}

@@ -1,0 +1,383 @@
+//! [`Node`]: one member of a Sift cluster: its Raft, its storage and its
+//! HTTP server, and the client API it serves (writes go through the
+//! leader; a follower forwards them).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, Config, ServerState};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
+use crate::codec::{decode, encode};
+use crate::command::Command;
+use crate::network::{FROM, Network, Partition};
+use crate::state_machine::DataHandle;
+use crate::types::{NodeId, Raft};
+
+/// How long a write or read waits to be committed (or confirmed by a
+/// quorum) before it is answered with [`ApiError::Unavailable`]: a leader
+/// cut off from its quorum cannot commit, and must not hang its clients.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a node starts.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// Its id in the cluster.
+    pub id: NodeId,
+    /// Where it listens (port 0: any free port; [`Node::addr`] says which).
+    pub listen: SocketAddr,
+    /// Its directory: the log, the state machine and snapshots.
+    pub dir: PathBuf,
+    /// openraft's settings (timeouts, snapshot policy).
+    pub config: Config,
+}
+
+impl NodeOptions {
+    /// A node with openraft's default timeouts, snapshotting every 10,000
+    /// entries.
+    pub fn new(id: NodeId, listen: SocketAddr, dir: impl Into<PathBuf>) -> Self {
+        let config = Config {
+            cluster_name: "sift".into(),
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(10_000),
+            ..Config::default()
+        };
+        Self {
+            id,
+            listen,
+            dir: dir.into(),
+            config,
+        }
+    }
+}
+
+/// What the server's handlers and the node share.
+pub(crate) struct Shared {
+    pub(crate) id: NodeId,
+    pub(crate) raft: Raft,
+    pub(crate) data: DataHandle,
+    pub(crate) partition: Partition,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A running node.
+#[derive(Debug)]
+pub struct Node {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Node {
+    /// Opens the node's storage, starts its Raft and its server.
+    ///
+    /// # Errors
+    /// [`ApiError::Invalid`] for a bad configuration; [`ApiError::Unavailable`]
+    /// if the storage cannot be opened or the address bound.
+    pub async fn start(options: NodeOptions) -> Result<Self, ApiError> {
+        let config = options
+            .config
+            .validate()
+            .map_err(|e| ApiError::Invalid(e.to_string()))?;
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| {
+                ApiError::Unavailable(format!("cannot listen on {}: {e}", options.listen))
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        let (log, sm) = crate::open_storage(&options.dir)
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("{}: {e}", options.dir.display())))?;
+        let data = sm.data();
+        let client = reqwest::Client::new();
+        let partition = Partition::default();
+        let network = Network {
+            client: client.clone(),
+            partition: partition.clone(),
+            from: options.id,
+        };
+        let raft = Raft::new(options.id, Arc::new(config), network, log, sm)
+            .await
+            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            id: options.id,
+            raft,
+            data,
+            partition,
+            client,
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let router = crate::server::router(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            let serve = axum::serve(listener, router).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            // A server that fails leaves the node unreachable, which its
+            // peers see; there is no one here to tell.
+            let _ = serve.await;
+        });
+        Ok(Self {
+            shared,
+            addr,
+            stop: Some(stop),
+            server: Some(server),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its Raft.
+    pub fn raft(&self) -> &Raft {
+        &self.shared.raft
+    }
+
+    /// Read access to its state machine's data (not linearizable: what
+    /// this node has applied).
+    pub fn data(&self) -> &DataHandle {
+        &self.shared.data
+    }
+
+    /// The peers it is cut off from (for tests of partitions).
+    pub fn partition(&self) -> &Partition {
+        &self.shared.partition
+    }
+
+    /// Proposes `command` and waits until it is committed and applied.
+    ///
+    /// # Errors
+    /// See [`ApiError`].
+    pub async fn write(&self, command: Command) -> Result<Written, ApiError> {
+        self.shared.write(command, true).await
+    }
+
+    /// Reads linearizably: on the leader, after confirming it still leads.
+    ///
+    /// # Errors
+    /// See [`ApiError`].
+    pub async fn read(&self, read: Read) -> Result<ReadAnswer, ApiError> {
+        self.shared.read(read, true).await
+    }
+
+    /// What it knows of the cluster.
+    pub fn status(&self) -> Status {
+        self.shared.status()
+    }
+
+    /// Stops the server and Raft; the storage closes when the last reader
+    /// of it is gone.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.shared.raft.shutdown().await;
+        if let Some(server) = self.server.take() {
+            server.abort();
+            let _ = server.await;
+        }
+    }
+}
+
+impl Shared {
+    /// [`Node::write`]; `forward`: whether a follower may pass it on to
+    /// the leader.
+    pub(crate) async fn write(&self, command: Command, forward: bool) -> Result<Written, ApiError> {
+        command.validate().map_err(ApiError::Invalid)?;
+        let written = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.client_write(command.clone()))
+            .await
+            .map_err(|_| not_committed())?;
+        match written {
+            Ok(response) => Ok(Written {
+                outcome: response.data,
+                index: response.log_id.index,
+            }),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(to))) => {
+                let leader = leader(to.leader_id, to.leader_node.as_ref());
+                self.forward(api::WRITE, &command, leader, forward).await
+            }
+            Err(e) => Err(ApiError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// [`Node::read`]; `forward` as for [`Shared::write`].
+    pub(crate) async fn read(&self, read: Read, forward: bool) -> Result<ReadAnswer, ApiError> {
+        let confirmed = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.ensure_linearizable())
+            .await
+            .map_err(|_| not_committed())?;
+        if let Err(e) = confirmed {
+            return match e.forward_to_leader() {
+                Some(to) => {
+                    let leader = leader(to.leader_id, to.leader_node.as_ref());
+                    self.forward(api::READ, &read, leader, forward).await
+                }
+                None => Err(ApiError::Unavailable(e.to_string())),
+            };
+        }
+        let failed = |e: siftdb::Error| ApiError::Unavailable(e.to_string());
+        match read {
+            Read::Get { key } => Ok(ReadAnswer::Value(self.data.get(&key).map_err(failed)?)),
+            Read::Scan {
+                lower,
+                upper,
+                limit,
+            } => {
+                let entries = self
+                    .data
+                    .scan(&lower, upper.as_deref(), limit)
+                    .map_err(failed)?;
+                let entries = entries
+                    .into_iter()
+                    .map(|(key, value)| KeyValue { key, value });
+                Ok(ReadAnswer::Entries(entries.collect()))
+            }
+        }
+    }
+
+    /// Sends `request` to the leader's `path`, if known and `forward`.
+    async fn forward<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        request: &Req,
+        leader: Option<Member>,
+        forward: bool,
+    ) -> Result<Resp, ApiError> {
+        let Some(to) = leader.clone().filter(|l| forward && l.id != self.id) else {
+            return Err(ApiError::NotLeader { leader });
+        };
+        if self.partition.blocks(to.id) {
+            return Err(ApiError::Unavailable(format!(
+                "the leader, node {}, is cut off",
+                to.id
+            )));
+        }
+        let body = encode(request).map_err(|e| ApiError::Invalid(e.to_string()))?;
+        let response = self
+            .client
+            .post(format!("http://{}{path}", to.addr))
+            .header(FROM, self.id)
+            .header(api::FORWARDED, "1")
+            .timeout(COMMIT_TIMEOUT + Duration::from_secs(1))
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("forwarding to node {}: {e}", to.id)))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("forwarding to node {}: {e}", to.id)))?;
+        decode::<Result<Resp, ApiError>>(&bytes)
+            .map_err(|e| ApiError::Unavailable(format!("node {} answered: {e}", to.id)))?
+    }
+
+    /// Forms a cluster of `members` (id to address), this node among them.
+    pub(crate) async fn init(&self, members: BTreeMap<NodeId, String>) -> Result<(), ApiError> {
+        let nodes = members
+            .into_iter()
+            .map(|(id, addr)| (id, BasicNode { addr }))
+            .collect::<BTreeMap<_, _>>();
+        self.raft
+            .initialize(nodes)
+            .await
+            .map_err(|e| ApiError::Invalid(e.to_string()))
+    }
+
+    /// Adds a learner, which receives the log but does not vote; waits
+    /// until it has caught up.
+    pub(crate) async fn add_learner(&self, member: Member) -> Result<(), ApiError> {
+        let node = BasicNode { addr: member.addr };
+        match self.raft.add_learner(member.id, node, true).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.membership_error(&e)),
+        }
+    }
+
+    /// Makes `voters` the voting members (learners not listed stay
+    /// learners).
+    pub(crate) async fn change_membership(&self, voters: BTreeSet<NodeId>) -> Result<(), ApiError> {
+        match self.raft.change_membership(voters, true).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.membership_error(&e)),
+        }
+    }
+
+    fn membership_error(
+        &self,
+        e: &RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>,
+    ) -> ApiError {
+        match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(to)) => ApiError::NotLeader {
+                leader: leader(to.leader_id, to.leader_node.as_ref()),
+            },
+            RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+                ApiError::Invalid(e.to_string())
+            }
+            e => ApiError::Unavailable(e.to_string()),
+        }
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        let metrics = self.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+        let (mut members, mut learners) = (BTreeMap::new(), BTreeMap::new());
+        for (id, node) in membership.nodes() {
+            let side = if voters.contains(id) {
+                &mut members
+            } else {
+                &mut learners
+            };
+            side.insert(*id, node.addr.clone());
+        }
+        let state = match metrics.state {
+            ServerState::Leader => "Leader",
+            ServerState::Follower => "Follower",
+            ServerState::Candidate => "Candidate",
+            ServerState::Learner => "Learner",
+            ServerState::Shutdown => "Shutdown",
+        };
+        Status {
+            id: self.id,
+            state: state.into(),
+            leader: metrics.current_leader,
+            term: metrics.current_term,
+            members,
+            learners,
+            last_log_index: metrics.last_log_index,
+            last_applied: metrics.last_applied.map(|id| id.index),
+            snapshot: metrics.snapshot.map(|id| id.index),
+        }
+    }
+}
+
+/// The answer to a request no quorum confirmed in time.
+fn not_committed() -> ApiError {
+    ApiError::Unavailable(format!(
+        "no quorum confirmed it within {COMMIT_TIMEOUT:?}; a write may still take effect"
+    ))
+}
+
+/// The leader a forward-to-leader error names, if it names one.
+fn leader(id: Option<NodeId>, node: Option<&BasicNode>) -> Option<Member> {
+    Some(Member {
+        id: id?,
+        addr: node?.addr.clone(),
+    })
+}

@@ -1,0 +1,136 @@
+//! A node's HTTP server: Raft's RPCs from its peers, and the client API.
+//! Bodies are MessagePack, answers a MessagePack `Result`; the status is
+//! also served as JSON.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::{self, Member};
+use crate::codec::{decode, encode};
+use crate::network::{self, FROM};
+use crate::node::Shared;
+use crate::types::NodeId;
+
+/// The largest request accepted: a batch of values at their limit, or a
+/// snapshot chunk.
+const MAX_BODY: usize = 256 << 20;
+
+/// Every route of the node.
+pub(crate) fn router(node: Arc<Shared>) -> Router {
+    Router::new()
+        .route(network::APPEND, post(append))
+        .route(network::VOTE, post(vote))
+        .route(network::SNAPSHOT, post(snapshot))
+        .route(api::WRITE, post(write))
+        .route(api::READ, post(read))
+        .route(api::INIT, post(init))
+        .route(api::ADD_LEARNER, post(add_learner))
+        .route(api::CHANGE_MEMBERSHIP, post(change_membership))
+        .route(api::STATUS, get(status))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(node)
+}
+
+/// Decodes a request, unless it comes from a node this one is cut off
+/// from (then the request is dropped, as a partition would).
+fn accept<T: DeserializeOwned>(
+    node: &Shared,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<T, Response> {
+    let from = headers
+        .get(FROM)
+        .and_then(|v| v.to_str().ok()?.parse::<NodeId>().ok());
+    if from.is_some_and(|peer| node.partition.blocks(peer)) {
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "cut off").into_response());
+    }
+    decode(body).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()).into_response())
+}
+
+/// A MessagePack answer.
+fn answer<T: Serialize>(value: &T) -> Response {
+    match encode(value) {
+        Ok(bytes) => bytes.into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+fn forwarded(headers: &HeaderMap) -> bool {
+    headers.contains_key(api::FORWARDED)
+}
+
+async fn append(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(request) => answer(&node.raft.append_entries(request).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn vote(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(request) => answer(&node.raft.vote(request).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn snapshot(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(request) => answer(&node.raft.install_snapshot(request).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn write(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(command) => answer(&node.write(command, !forwarded(&headers)).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn read(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(request) => answer(&node.read(request, !forwarded(&headers)).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn init(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(members) => answer(&node.init(members).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn add_learner(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept::<Member>(&node, &headers, &body) {
+        Ok(member) => answer(&node.add_learner(member).await),
+        Err(refused) => refused,
+    }
+}
+
+async fn change_membership(
+    State(node): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match accept(&node, &headers, &body) {
+        Ok(voters) => answer(&node.change_membership(voters).await),
+        Err(refused) => refused,
+    }
+}
+
+/// The status as JSON (what `sift cluster status --json` prints).
+async fn status(State(node): State<Arc<Shared>>) -> Response {
+    match serde_json::to_vec(&node.status()) {
+        Ok(json) => ([("content-type", "application/json")], json).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}

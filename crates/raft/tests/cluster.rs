@@ -1,0 +1,256 @@
+//! Three nodes in one process, on loopback: writes through any node, a
+//! leader stopped and restarted, catch-up by log and by snapshot, and a
+//! partitioned minority that cannot acknowledge writes. Every wait is
+//! bounded.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use sift_raft::api::{ApiError, Status};
+use sift_raft::{Client, Node, NodeId, NodeOptions};
+use tempfile::TempDir;
+
+/// Far more than an election takes (150-300 ms by default).
+const PATIENCE: Duration = Duration::from_secs(10);
+
+struct Cluster {
+    _dir: TempDir,
+    dirs: BTreeMap<NodeId, PathBuf>,
+    addrs: BTreeMap<NodeId, SocketAddr>,
+    nodes: BTreeMap<NodeId, Node>,
+    snapshot_every: u64,
+}
+
+impl Cluster {
+    /// Three nodes, formed into a cluster, with a leader.
+    async fn start(snapshot_every: u64) -> Self {
+        let dir = TempDir::new().unwrap();
+        let mut cluster = Self {
+            dirs: (1..=3)
+                .map(|id| (id, dir.path().join(format!("n{id}"))))
+                .collect(),
+            _dir: dir,
+            addrs: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            snapshot_every,
+        };
+        for id in 1..=3 {
+            cluster.boot(id, "127.0.0.1:0".parse().unwrap()).await;
+        }
+        let members = cluster
+            .addrs
+            .iter()
+            .map(|(id, a)| (*id, a.to_string()))
+            .collect();
+        cluster.client(1).init(&members).await.unwrap();
+        cluster.leader().await;
+        cluster
+    }
+
+    async fn boot(&mut self, id: NodeId, listen: SocketAddr) {
+        let mut options = NodeOptions::new(id, listen, self.dirs[&id].clone());
+        options.config.snapshot_policy =
+            openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_every);
+        options.config.max_in_snapshot_log_to_keep = 0;
+        let node = Node::start(options).await.unwrap();
+        self.addrs.insert(id, node.addr());
+        self.nodes.insert(id, node);
+    }
+
+    fn client(&self, id: NodeId) -> Client {
+        Client::new(self.addrs[&id].to_string())
+    }
+
+    fn status(&self, id: NodeId) -> Status {
+        self.nodes[&id].status()
+    }
+
+    /// The leader the running nodes agree on, waiting for one.
+    async fn leader(&self) -> NodeId {
+        let start = Instant::now();
+        loop {
+            let leaders: BTreeSet<_> = self
+                .nodes
+                .keys()
+                .map(|id| self.status(*id).leader)
+                .collect();
+            if let [Some(leader)] = leaders.into_iter().collect::<Vec<_>>()[..]
+                && self.nodes.contains_key(&leader)
+            {
+                return leader;
+            }
+            assert!(start.elapsed() < PATIENCE, "no leader after {PATIENCE:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops node `id` (its storage stays).
+    async fn stop(&mut self, id: NodeId) {
+        self.nodes.remove(&id).unwrap().shutdown().await;
+    }
+
+    /// Waits until every running node has applied the leader's log.
+    async fn converge(&self) {
+        let start = Instant::now();
+        loop {
+            let applied: BTreeSet<_> = self
+                .nodes
+                .keys()
+                .map(|id| self.status(*id).last_applied)
+                .collect();
+            if applied.len() == 1 {
+                return;
+            }
+            assert!(start.elapsed() < PATIENCE, "not converged: {applied:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Every running node holds exactly `model`.
+    fn assert_holds(&self, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        for (id, node) in &self.nodes {
+            let held: BTreeMap<_, _> = node
+                .data()
+                .scan(b"", None, usize::MAX)
+                .unwrap()
+                .into_iter()
+                .collect();
+            assert_eq!(&held, model, "node {id}");
+        }
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_go_through_any_node_and_survive_a_leader_restart() {
+    let mut cluster = Cluster::start(10_000).await;
+    let mut model = BTreeMap::new();
+    for i in 0..30 {
+        let through = 1 + (i % 3) as NodeId;
+        let value = format!("v{i}").into_bytes();
+        cluster.client(through).put(&key(i), &value).await.unwrap();
+        model.insert(key(i), value);
+        // Linearizable: any node reads the write just acknowledged.
+        let read_at = 1 + ((i + 1) % 3) as NodeId;
+        assert_eq!(
+            cluster.client(read_at).get(&key(i)).await.unwrap(),
+            Some(model[&key(i)].clone())
+        );
+    }
+    let leader = cluster.leader().await;
+    let listen = cluster.addrs[&leader];
+    let started = Instant::now();
+    cluster.stop(leader).await;
+    let new_leader = cluster.leader().await;
+    assert_ne!(new_leader, leader);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "failover took {:?}",
+        started.elapsed()
+    );
+    let through = *cluster.nodes.keys().next().unwrap();
+    for i in 30..60 {
+        cluster
+            .client(through)
+            .put(&key(i), b"after")
+            .await
+            .unwrap();
+        model.insert(key(i), b"after".to_vec());
+    }
+    cluster.client(through).delete(&key(3)).await.unwrap();
+    model.remove(&key(3));
+    // The old leader restarts on its address and catches up by the log.
+    cluster.boot(leader, listen).await;
+    cluster.converge().await;
+    cluster.assert_holds(&model);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_behind_a_purged_log_catches_up_by_snapshot() {
+    let mut cluster = Cluster::start(50).await;
+    let leader = cluster.leader().await;
+    let behind = *cluster.nodes.keys().find(|id| **id != leader).unwrap();
+    let listen = cluster.addrs[&behind];
+    cluster.stop(behind).await;
+    let mut model = BTreeMap::new();
+    for i in 0..300 {
+        cluster.client(leader).put(&key(i), &key(i)).await.unwrap();
+        model.insert(key(i), key(i));
+    }
+    // Snapshots every 50 entries purge the log up to them.
+    let start = Instant::now();
+    while cluster.status(leader).snapshot.is_none_or(|s| s < 250) {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "no snapshot: {:?}",
+            cluster.status(leader)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.boot(behind, listen).await;
+    cluster.converge().await;
+    assert!(
+        cluster.status(behind).snapshot.is_some(),
+        "it installed a snapshot"
+    );
+    cluster.assert_holds(&model);
+    // And it keeps up afterwards.
+    cluster.client(behind).put(b"late", b"write").await.unwrap();
+    model.insert(b"late".to_vec(), b"write".to_vec());
+    cluster.converge().await;
+    cluster.assert_holds(&model);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_minority_cannot_acknowledge_writes() {
+    let cluster = Cluster::start(10_000).await;
+    let old = cluster.leader().await;
+    let others: Vec<NodeId> = cluster
+        .nodes
+        .keys()
+        .copied()
+        .filter(|id| *id != old)
+        .collect();
+    cluster.client(old).put(b"before", b"1").await.unwrap();
+    // The leader is cut off from both others: it is a minority of one.
+    cluster.nodes[&old].partition().cut_off(others.clone());
+    for id in &others {
+        cluster.nodes[id].partition().cut_off([old]);
+    }
+    let lonely = Client::new(cluster.addrs[&old].to_string()).retry_for(Duration::from_secs(2));
+    let refused = lonely.put(b"minority", b"lost").await;
+    assert!(
+        matches!(
+            refused,
+            Err(ApiError::Unavailable(_) | ApiError::NotLeader { .. })
+        ),
+        "{refused:?}"
+    );
+    // The majority elects a leader of its own and goes on.
+    cluster
+        .client(others[0])
+        .put(b"majority", b"2")
+        .await
+        .unwrap();
+    // Healed: the old leader follows, and drops what it never committed.
+    for node in cluster.nodes.values() {
+        node.partition().cut_off([]);
+    }
+    cluster.client(old).put(b"healed", b"3").await.unwrap();
+    cluster.converge().await;
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = [("before", "1"), ("majority", "2"), ("healed", "3")]
+        .into_iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+    cluster.assert_holds(&model);
+}
