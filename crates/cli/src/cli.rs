@@ -27,6 +27,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub hex: bool,
 
+    /// A node of a replicated cluster (`host:port`): put, get, delete, scan
+    /// and cluster go through it instead of a local database.
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -73,6 +78,50 @@ pub enum Command {
     Compact,
     /// Loads a demo data set and shows what Sift's filters do with it.
     Demo(crate::demo::DemoArgs),
+    /// Runs a node of a replicated cluster (until interrupted).
+    Serve(ServeArgs),
+    /// Forms a cluster, shows it, or changes its members (with --server).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+/// `sift serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The node's id in the cluster (a positive integer).
+    #[arg(long)]
+    pub id: u64,
+    /// The address to listen on (peers and clients use it).
+    #[arg(long)]
+    pub listen: std::net::SocketAddr,
+}
+
+/// `sift cluster`.
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Forms a new cluster of MEMBERS at the node --server names (one of them).
+    Init {
+        /// The members: `ID=HOST:PORT`, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        members: Vec<String>,
+    },
+    /// Prints the leader, members and last applied index (one JSON object with --json).
+    Status,
+    /// Adds a non-voting member, which receives the log; returns once it caught up.
+    AddLearner {
+        /// Its id.
+        #[arg(long)]
+        id: u64,
+        /// Its address.
+        #[arg(long)]
+        addr: String,
+    },
+    /// Makes VOTERS (members or learners) the voting members.
+    ChangeMembership {
+        /// The voters' ids, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        voters: Vec<u64>,
+    },
 }
 
 /// `sift scan`.

@@ -7,7 +7,9 @@ mod find;
 mod import;
 mod index;
 mod kv;
+mod remote;
 mod scan;
+mod serve;
 mod stats;
 mod verify;
 
@@ -19,8 +21,12 @@ use crate::cli::Command;
 use crate::error::{Failure, Outcome};
 use crate::output::Output;
 
-/// Runs `command` on the database at `db`.
-pub fn run(db: &Path, command: Command, out: &mut Output) -> Outcome {
+/// Runs `command` on the database at `db`, or through the cluster node
+/// `server`.
+pub fn run(db: &Path, server: Option<&str>, command: Command, out: &mut Output) -> Outcome {
+    if let Some(server) = server {
+        return remote::run(server, command, out);
+    }
     match command {
         Command::Put { key, value } => kv::put(db, &key, &value, out),
         Command::Get { key } => kv::get(db, &key, out),
@@ -35,6 +41,8 @@ pub fn run(db: &Path, command: Command, out: &mut Output) -> Outcome {
         Command::DumpSst(args) => dump_sst::run(&args, out),
         Command::Compact => compact::run(db, out),
         Command::Demo(args) => crate::demo::run(&args, out),
+        Command::Serve(args) => serve::run(db, &args),
+        Command::Cluster(_) => Err(Failure::usage("cluster commands need --server HOST:PORT")),
     }
 }
 

@@ -1,0 +1,196 @@
+//! The commands that go through a cluster node (`--server`): put, get,
+//! delete and scan through the leader, and `cluster`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+use sift_raft::Client;
+use sift_raft::api::{ApiError, Status};
+
+use crate::cli::{ClusterCommand, Command, ScanArgs};
+use crate::error::{Failure, Outcome};
+use crate::output::Output;
+
+/// A runtime for one command.
+pub fn runtime() -> Outcome<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::storage(format!("cannot start the async runtime: {e}")))
+}
+
+/// A cluster's error as a command's failure: an invalid request is a usage
+/// error (exit 2), the rest storage (exit 3).
+pub fn failure(error: ApiError) -> Failure {
+    match error {
+        ApiError::Invalid(_) => Failure::usage(error.to_string()),
+        error => Failure::storage(error.to_string()),
+    }
+}
+
+/// Runs `command` through the node at `server`.
+pub fn run(server: &str, command: Command, out: &mut Output) -> Outcome {
+    let client = Client::new(server);
+    let runtime = runtime()?;
+    match command {
+        Command::Put { key, value } => {
+            let (key, value) = (out.parse("key", &key)?, out.parse("value", &value)?);
+            runtime
+                .block_on(client.put(&key, &value))
+                .map_err(failure)?;
+            Ok(())
+        }
+        Command::Get { key } => {
+            let key = out.parse("key", &key)?;
+            let Some(value) = runtime.block_on(client.get(&key)).map_err(failure)? else {
+                return Err(Failure::not_found(format!(
+                    "key {} not found",
+                    out.render(&key)
+                )));
+            };
+            if out.json {
+                out.entry(&key, Some(&value))
+            } else {
+                let text = out.render(&value);
+                out.line(text)
+            }
+        }
+        Command::Delete { key } => {
+            let key = out.parse("key", &key)?;
+            runtime.block_on(client.delete(&key)).map_err(failure)?;
+            Ok(())
+        }
+        Command::Scan(args) => scan(&runtime, &client, &args, out),
+        Command::Cluster(command) => cluster(&runtime, &client, command, out),
+        _ => Err(Failure::usage(
+            "with --server, only put, get, delete, scan and cluster are supported",
+        )),
+    }
+}
+
+/// `sift --server ADDR scan`: forward, by range or prefix.
+fn scan(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    args: &ScanArgs,
+    out: &mut Output,
+) -> Outcome {
+    if args.reverse {
+        return Err(Failure::usage("--reverse is not supported with --server"));
+    }
+    let (lower, upper) = match out.parse_optional("--prefix", args.prefix.as_deref())? {
+        Some(prefix) => {
+            let upper = prefix_end(&prefix);
+            (prefix, upper)
+        }
+        None => (
+            out.parse_optional("--from", args.from.as_deref())?
+                .unwrap_or_default(),
+            out.parse_optional("--to", args.to.as_deref())?,
+        ),
+    };
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let entries = runtime
+        .block_on(client.scan(&lower, upper.as_deref(), limit))
+        .map_err(failure)?;
+    for entry in entries {
+        out.entry(&entry.key, (!args.keys_only).then_some(&entry.value[..]))?;
+    }
+    Ok(())
+}
+
+/// The first key after every key starting with `prefix` (`None`: no end).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// `sift --server ADDR cluster ...`.
+fn cluster(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    command: ClusterCommand,
+    out: &mut Output,
+) -> Outcome {
+    match command {
+        ClusterCommand::Init { members } => {
+            let members = parse_members(&members)?;
+            runtime.block_on(client.init(&members)).map_err(failure)
+        }
+        ClusterCommand::Status => {
+            let status = runtime.block_on(client.status()).map_err(failure)?;
+            print_status(&status, out)
+        }
+        ClusterCommand::AddLearner { id, addr } => runtime
+            .block_on(client.add_learner(id, &addr))
+            .map_err(failure),
+        ClusterCommand::ChangeMembership { voters } => {
+            let voters: BTreeSet<u64> = voters.into_iter().collect();
+            runtime
+                .block_on(client.change_membership(&voters))
+                .map_err(failure)
+        }
+    }
+}
+
+/// `ID=HOST:PORT` pairs.
+fn parse_members(members: &[String]) -> Outcome<BTreeMap<u64, String>> {
+    members
+        .iter()
+        .map(|member| {
+            let (id, addr) = member
+                .split_once('=')
+                .ok_or_else(|| Failure::usage(format!("member {member:?} is not ID=HOST:PORT")))?;
+            let id = id.parse::<u64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+                Failure::usage(format!("member id {id:?} is not a positive integer"))
+            })?;
+            Ok((id, addr.to_string()))
+        })
+        .collect()
+}
+
+/// The status as one JSON object, or as lines of text.
+fn print_status(status: &Status, out: &mut Output) -> Outcome {
+    if out.json {
+        let value = json!({
+            "id": status.id,
+            "state": status.state,
+            "leader": status.leader,
+            "term": status.term,
+            "members": status.members,
+            "learners": status.learners,
+            "last_log_index": status.last_log_index,
+            "last_applied": status.last_applied,
+            "snapshot": status.snapshot,
+        });
+        return out.json_line(&value);
+    }
+    let show = |index: Option<u64>| index.map_or("-".to_string(), |i| i.to_string());
+    out.line(format!(
+        "node {} ({}), term {}",
+        status.id, status.state, status.term
+    ))?;
+    out.line(format!(
+        "leader: {}",
+        status.leader.map_or("none".into(), |l| l.to_string())
+    ))?;
+    for (id, addr) in &status.members {
+        out.line(format!("member {id} {addr}"))?;
+    }
+    for (id, addr) in &status.learners {
+        out.line(format!("learner {id} {addr}"))?;
+    }
+    out.line(format!(
+        "last log index {}, last applied {}, snapshot {}",
+        show(status.last_log_index),
+        show(status.last_applied),
+        show(status.snapshot)
+    ))
+}
