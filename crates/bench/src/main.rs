@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod db;
 mod filters;
+mod raft;
 mod scratch;
 #[cfg(unix)]
 mod stress;
@@ -39,6 +40,8 @@ enum Command {
     ValueSearch(value_search::Args),
     /// Transactions: own-set look-ups and validation, with and without the Bloom pre-check.
     Txn(txn::Args),
+    /// Replicated writes and linearizable reads on loopback: three nodes, one node, embedded.
+    Raft(raft::Args),
     /// Random operations from several threads checked against an expected state, with SIGKILLs and reopens.
     #[cfg(unix)]
     Stress(stress::Args),
@@ -50,6 +53,7 @@ fn main() -> anyhow::Result<()> {
         Command::Db(args) => db::run(&args),
         Command::ValueSearch(args) => value_search::run(&args),
         Command::Txn(args) => txn::run(&args),
+        Command::Raft(args) => raft::run(&args),
         #[cfg(unix)]
         Command::Stress(args) => stress::run(&args),
     }
