@@ -66,7 +66,13 @@ fn skewed(i: u64, n: u64) -> u64 {
 }
 
 /// Runs `requests` requests of `per` entries each, from `clients` tasks.
-async fn drive(target: &Target, workload: &str, requests: u64, per: u64, clients: u64) -> anyhow::Result<Duration> {
+async fn drive(
+    target: &Target,
+    workload: &str,
+    requests: u64,
+    per: u64,
+    clients: u64,
+) -> anyhow::Result<Duration> {
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -92,7 +98,12 @@ async fn drive(target: &Target, workload: &str, requests: u64, per: u64, clients
 }
 
 /// One request: writes of `keys`, or a read of one of `written` keys.
-async fn request(target: &Target, workload: &str, keys: &[u64], written: u64) -> anyhow::Result<()> {
+async fn request(
+    target: &Target,
+    workload: &str,
+    keys: &[u64],
+    written: u64,
+) -> anyhow::Result<()> {
     let value = vec![b'v'; VALUE_LEN];
     match (target, workload) {
         (Target::Embedded(db), "get") => {
@@ -107,7 +118,8 @@ async fn request(target: &Target, workload: &str, keys: &[u64], written: u64) ->
                 batch.insert(key(k), &value);
             }
             let db = Arc::clone(db);
-            tokio::task::spawn_blocking(move || db.write_with(&batch, WriteOptions::sync())).await??;
+            tokio::task::spawn_blocking(move || db.write_with(&batch, WriteOptions::sync()))
+                .await??;
         }
         (Target::Cluster(clients), "get") => {
             let client = &clients[keys[0] as usize % clients.len()];
@@ -116,7 +128,13 @@ async fn request(target: &Target, workload: &str, keys: &[u64], written: u64) ->
         }
         (Target::Cluster(clients), _) => {
             let client = &clients[keys[0] as usize % clients.len()];
-            let ops = keys.iter().map(|&k| Op::Put { key: key(k), value: value.clone() }).collect();
+            let ops = keys
+                .iter()
+                .map(|&k| Op::Put {
+                    key: key(k),
+                    value: value.clone(),
+                })
+                .collect();
             client.write(&Command::Write(ops)).await?;
         }
     }
@@ -130,9 +148,15 @@ async fn cluster(dir: &std::path::Path, n: u64) -> anyhow::Result<(Vec<Node>, Ve
         let options = NodeOptions::new(id, "127.0.0.1:0".parse()?, dir.join(format!("n{id}")));
         nodes.push(Node::start(options).await?);
     }
-    let members: BTreeMap<u64, String> =
-        nodes.iter().zip(1..).map(|(node, id)| (id, node.addr().to_string())).collect();
-    let clients: Vec<Client> = nodes.iter().map(|node| Client::new(node.addr().to_string())).collect();
+    let members: BTreeMap<u64, String> = nodes
+        .iter()
+        .zip(1..)
+        .map(|(node, id)| (id, node.addr().to_string()))
+        .collect();
+    let clients: Vec<Client> = nodes
+        .iter()
+        .map(|node| Client::new(node.addr().to_string()))
+        .collect();
     clients[0].init(&members).await?;
     let start = Instant::now();
     while nodes.iter().any(|node| node.status().leader.is_none()) {
@@ -146,7 +170,10 @@ async fn cluster(dir: &std::path::Path, n: u64) -> anyhow::Result<(Vec<Node>, Ve
 async fn measure(args: &Args, setup: &str) -> anyhow::Result<Vec<f64>> {
     let dir = args.dir.create()?;
     let (nodes, target) = match setup {
-        "embedded" => (Vec::new(), Target::Embedded(Arc::new(Db::open(dir.path().join("db"))?))),
+        "embedded" => (
+            Vec::new(),
+            Target::Embedded(Arc::new(Db::open(dir.path().join("db"))?)),
+        ),
         _ => {
             let n = if setup == "1 node" { 1 } else { 3 };
             let (nodes, clients) = cluster(dir.path(), n).await?;
@@ -170,7 +197,9 @@ async fn measure(args: &Args, setup: &str) -> anyhow::Result<Vec<f64>> {
 
 /// Runs the setups, interleaved, and prints the table.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     println!(
         "sift-bench raft: {} entries per workload, batches of {}, {} clients, {} reps; 16-byte keys, {VALUE_LEN}-byte values",
         args.ops, args.batch, args.clients, args.reps
@@ -190,7 +219,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    println!("{:<9} {:<6} {:>12} {:>12} {:>10}", "setup", "load", "entries/s", "vs embedded", "vs 1 node");
+    println!(
+        "{:<9} {:<6} {:>12} {:>12} {:>10}",
+        "setup", "load", "entries/s", "vs embedded", "vs 1 node"
+    );
     for setup in SETUPS {
         for workload in WORKLOADS {
             let rate = median(setup, workload);

@@ -19,6 +19,8 @@ pub mod api;
 mod client;
 mod codec;
 mod command;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod keys;
 mod log_store;
 mod network;
