@@ -67,53 +67,66 @@ fn forwarded(headers: &HeaderMap) -> bool {
     headers.contains_key(api::FORWARDED)
 }
 
-async fn append(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(request) => answer(&node.raft.append_entries(request).await),
+/// Decodes a request (see [`accept`]), carries it out with `handle` and
+/// answers what that returns.
+async fn serve<Req: DeserializeOwned, Resp: Serialize>(
+    node: &Shared,
+    headers: &HeaderMap,
+    body: &[u8],
+    handle: impl AsyncFnOnce(Req) -> Resp,
+) -> Response {
+    match accept(node, headers, body) {
+        Ok(request) => answer(&handle(request).await),
         Err(refused) => refused,
     }
+}
+
+async fn append(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    serve(&node, &headers, &body, async |r| {
+        node.raft.append_entries(r).await
+    })
+    .await
 }
 
 async fn vote(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(request) => answer(&node.raft.vote(request).await),
-        Err(refused) => refused,
-    }
+    serve(&node, &headers, &body, async |r| node.raft.vote(r).await).await
 }
 
 async fn snapshot(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(request) => answer(&node.raft.install_snapshot(request).await),
-        Err(refused) => refused,
-    }
+    serve(&node, &headers, &body, async |r| {
+        node.raft.install_snapshot(r).await
+    })
+    .await
 }
 
 async fn write(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(command) => answer(&node.write(command, !forwarded(&headers)).await),
-        Err(refused) => refused,
-    }
+    let forward = !forwarded(&headers);
+    serve(&node, &headers, &body, async |c| {
+        node.write(c, forward).await
+    })
+    .await
 }
 
 async fn read(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(request) => answer(&node.read(request, !forwarded(&headers)).await),
-        Err(refused) => refused,
-    }
+    let forward = !forwarded(&headers);
+    serve(&node, &headers, &body, async |r| {
+        node.read(r, forward).await
+    })
+    .await
 }
 
 async fn init(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(members) => answer(&node.init(members).await),
-        Err(refused) => refused,
-    }
+    serve(&node, &headers, &body, async |members| {
+        node.init(members).await
+    })
+    .await
 }
 
 async fn add_learner(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    match accept::<Member>(&node, &headers, &body) {
-        Ok(member) => answer(&node.add_learner(member).await),
-        Err(refused) => refused,
-    }
+    serve(&node, &headers, &body, async |m: Member| {
+        node.add_learner(m).await
+    })
+    .await
 }
 
 async fn change_membership(
@@ -121,10 +134,10 @@ async fn change_membership(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match accept(&node, &headers, &body) {
-        Ok(voters) => answer(&node.change_membership(voters).await),
-        Err(refused) => refused,
-    }
+    serve(&node, &headers, &body, async |voters| {
+        node.change_membership(voters).await
+    })
+    .await
 }
 
 /// The status as JSON (what `sift cluster status --json` prints).

@@ -20,14 +20,20 @@ pub fn put(db: &Path, key: &str, value: &str, out: &mut Output) -> Outcome {
 pub fn get(db: &Path, key: &str, out: &mut Output) -> Outcome {
     let key = out.parse("key", key)?;
     let db = open_existing(db)?;
-    let Some(value) = db.get(&key)? else {
+    print_found(&key, db.get(&key)?, out)
+}
+
+/// Prints the value found under `key` (the entry, with `--json`);
+/// [`Failure::not_found`] if there is none.
+pub fn print_found(key: &[u8], value: Option<Vec<u8>>, out: &mut Output) -> Outcome {
+    let Some(value) = value else {
         return Err(Failure::not_found(format!(
             "key {} not found",
-            out.render(&key)
+            out.render(key)
         )));
     };
     if out.json {
-        out.entry(&key, Some(&value))
+        out.entry(key, Some(&value))
     } else {
         let text = out.render(&value);
         out.line(text)

@@ -43,18 +43,8 @@ pub fn run(server: &str, command: Command, out: &mut Output) -> Outcome {
         }
         Command::Get { key } => {
             let key = out.parse("key", &key)?;
-            let Some(value) = runtime.block_on(client.get(&key)).map_err(failure)? else {
-                return Err(Failure::not_found(format!(
-                    "key {} not found",
-                    out.render(&key)
-                )));
-            };
-            if out.json {
-                out.entry(&key, Some(&value))
-            } else {
-                let text = out.render(&value);
-                out.line(text)
-            }
+            let value = runtime.block_on(client.get(&key)).map_err(failure)?;
+            super::kv::print_found(&key, value, out)
         }
         Command::Delete { key } => {
             let key = out.parse("key", &key)?;
