@@ -254,3 +254,77 @@ async fn a_partitioned_minority_cannot_acknowledge_writes() {
         .collect();
     cluster.assert_holds(&model);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_is_one_entry_that_applies_only_if_its_reads_still_hold() {
+    use sift_raft::{Check, Command, Op, Outcome};
+    let cluster = Cluster::start(10_000).await;
+    let client = cluster.client(2);
+    client.put(b"balance", b"10").await.unwrap();
+    let txn = |read: &[u8], write: &[u8]| Command::Txn {
+        checks: vec![Check {
+            key: b"balance".to_vec(),
+            value: Some(read.to_vec()),
+        }],
+        ops: vec![
+            Op::Put {
+                key: b"balance".to_vec(),
+                value: write.to_vec(),
+            },
+            Op::Put {
+                key: b"log".to_vec(),
+                value: write.to_vec(),
+            },
+        ],
+    };
+    let applied = client.write(&txn(b"10", b"7")).await.unwrap();
+    assert_eq!(applied.outcome, Outcome::Applied);
+    // A transaction that read the old balance: none of its writes apply.
+    let stale = client.write(&txn(b"10", b"5")).await.unwrap();
+    assert_eq!(
+        stale.outcome,
+        Outcome::Conflict {
+            key: b"balance".to_vec()
+        }
+    );
+    cluster.converge().await;
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = [("balance", "7"), ("log", "7")]
+        .into_iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+    cluster.assert_holds(&model);
+    // Too long a key is refused before it is proposed.
+    let long = vec![b'k'; sift_raft::MAX_KEY_LEN + 1];
+    assert!(matches!(
+        client.put(&long, b"v").await,
+        Err(ApiError::Invalid(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_joins_catches_up_and_becomes_a_voter() {
+    let mut cluster = Cluster::start(10_000).await;
+    for i in 0..20 {
+        cluster.client(1).put(&key(i), b"v").await.unwrap();
+    }
+    cluster.dirs.insert(4, cluster._dir.path().join("n4"));
+    cluster.boot(4, "127.0.0.1:0".parse().unwrap()).await;
+    let addr = cluster.addrs[&4].to_string();
+    cluster.client(2).add_learner(4, &addr).await.unwrap();
+    let leader = cluster.leader().await;
+    assert!(cluster.status(leader).learners.contains_key(&4));
+    let voters = (1..=4).collect();
+    cluster.client(3).change_membership(&voters).await.unwrap();
+    // The leader answered once the change was committed: it knows.
+    let status = cluster.status(cluster.leader().await);
+    assert_eq!(
+        status.members.keys().copied().collect::<BTreeSet<_>>(),
+        voters
+    );
+    assert!(status.learners.is_empty());
+    cluster.converge().await;
+    assert_eq!(
+        cluster.nodes[&4].data().get(&key(19)).unwrap(),
+        Some(b"v".to_vec())
+    );
+}
