@@ -94,6 +94,11 @@ pub struct ServeArgs {
     /// The address to listen on (peers and clients use it).
     #[arg(long)]
     pub listen: std::net::SocketAddr,
+    /// Declare value index NAME on the JSON field FIELD of the values
+    /// (NAME=FIELD, repeatable; FIELD may be a JSON Pointer such as
+    /// /user/name). Every node must be started with the same.
+    #[arg(long = "index", value_name = "NAME=FIELD")]
+    pub indexes: Vec<String>,
 }
 
 /// `sift cluster`.

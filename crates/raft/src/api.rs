@@ -41,6 +41,16 @@ pub enum Read {
         /// The most entries returned.
         limit: usize,
     },
+    /// Up to `limit` entries whose value is `value` by value index `index`.
+    Find {
+        /// The value index.
+        index: String,
+        /// The value searched for.
+        #[serde(with = "serde_bytes")]
+        value: Vec<u8>,
+        /// The most entries returned.
+        limit: usize,
+    },
 }
 
 /// A key and its value.
@@ -59,7 +69,7 @@ pub struct KeyValue {
 pub enum ReadAnswer {
     /// The value of a [`Read::Get`] (`None`: absent).
     Value(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
-    /// The entries of a [`Read::Scan`].
+    /// The entries of a [`Read::Scan`] or [`Read::Find`].
     Entries(Vec<KeyValue>),
 }
 

@@ -167,9 +167,33 @@ impl Client {
             upper: upper.map(<[u8]>::to_vec),
             limit,
         };
-        match self.call(api::READ, &read).await? {
+        self.entries(&read).await
+    }
+
+    /// Up to `limit` entries whose value is `value` by value index
+    /// `index`, read linearizably, in key order.
+    ///
+    /// # Errors
+    /// [`ApiError::Invalid`] if there is no such index; see [`ApiError`].
+    pub async fn find(
+        &self,
+        index: &str,
+        value: &[u8],
+        limit: usize,
+    ) -> Result<Vec<KeyValue>, ApiError> {
+        let read = Read::Find {
+            index: index.to_string(),
+            value: value.to_vec(),
+            limit,
+        };
+        self.entries(&read).await
+    }
+
+    /// The entries `read` (a scan or a find) answers.
+    async fn entries(&self, read: &Read) -> Result<Vec<KeyValue>, ApiError> {
+        match self.call(api::READ, read).await? {
             ReadAnswer::Entries(entries) => Ok(entries),
-            ReadAnswer::Value(_) => Err(ApiError::Unavailable("a get answered a scan".into())),
+            ReadAnswer::Value(_) => Err(ApiError::Unavailable("a get answered a listing".into())),
         }
     }
 

@@ -43,12 +43,17 @@ use std::path::Path;
 use openraft::StorageError;
 
 /// Opens (or creates) the log and the state machine of a node under `dir`:
-/// `dir/log` and `dir/sm`, with snapshots in `dir/snapshots`.
+/// `dir/log` and `dir/sm`, with snapshots in `dir/snapshots`. The state
+/// machine keeps the value indexes `indexes` (every node declares the
+/// same: they are derived from the data, so they agree).
 ///
 /// # Errors
 /// What opening either database returns.
-pub async fn open_storage(dir: &Path) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
+pub async fn open_storage(
+    dir: &Path,
+    indexes: &[siftdb::IndexDef],
+) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
     let log = LogStore::open(&dir.join("log"))?;
-    let sm = StateMachine::open(dir).await?;
+    let sm = StateMachine::open(dir, indexes).await?;
     Ok((log, sm))
 }

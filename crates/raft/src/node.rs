@@ -36,6 +36,9 @@ pub struct NodeOptions {
     pub dir: PathBuf,
     /// openraft's settings (timeouts, snapshot policy).
     pub config: Config,
+    /// Value indexes of the state machine (every node must declare the
+    /// same).
+    pub value_indexes: Vec<siftdb::IndexDef>,
 }
 
 impl NodeOptions {
@@ -52,6 +55,7 @@ impl NodeOptions {
             listen,
             dir: dir.into(),
             config,
+            value_indexes: Vec::new(),
         }
     }
 }
@@ -101,7 +105,7 @@ impl Node {
         let addr = listener
             .local_addr()
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-        let (log, sm) = crate::open_storage(&options.dir)
+        let (log, sm) = crate::open_storage(&options.dir, &options.value_indexes)
             .await
             .map_err(|e| ApiError::Unavailable(format!("{}: {e}", options.dir.display())))?;
         let data = sm.data();
@@ -231,24 +235,31 @@ impl Shared {
                 None => Err(ApiError::Unavailable(e.to_string())),
             };
         }
-        let failed = |e: siftdb::Error| ApiError::Unavailable(e.to_string());
-        match read {
-            Read::Get { key } => Ok(ReadAnswer::Value(self.data.get(&key).map_err(failed)?)),
+        let failed = |e: siftdb::Error| match e {
+            siftdb::Error::InvalidArgument(why) => ApiError::Invalid(why),
+            e => ApiError::Unavailable(e.to_string()),
+        };
+        let entries = match read {
+            Read::Get { key } => {
+                return Ok(ReadAnswer::Value(self.data.get(&key).map_err(failed)?));
+            }
             Read::Scan {
                 lower,
                 upper,
                 limit,
-            } => {
-                let entries = self
-                    .data
-                    .scan(&lower, upper.as_deref(), limit)
-                    .map_err(failed)?;
-                let entries = entries
-                    .into_iter()
-                    .map(|(key, value)| KeyValue { key, value });
-                Ok(ReadAnswer::Entries(entries.collect()))
-            }
-        }
+            } => self.data.scan(&lower, upper.as_deref(), limit),
+            Read::Find {
+                index,
+                value,
+                limit,
+            } => self.data.find(&index, &value, limit),
+        };
+        let entries = entries.map_err(failed)?.into_iter();
+        Ok(ReadAnswer::Entries(
+            entries
+                .map(|(key, value)| KeyValue { key, value })
+                .collect(),
+        ))
     }
 
     /// Sends `request` to the leader's `path`, if known and `forward`.

@@ -60,6 +60,32 @@ impl DataHandle {
         self.db().get(keys::data(key))
     }
 
+    /// Up to `limit` user entries whose value is `value` by the value index
+    /// `index`, in key order.
+    ///
+    /// # Errors
+    /// [`siftdb::Error::InvalidArgument`] if there is no such index; what
+    /// the search reads.
+    pub fn find(
+        &self,
+        index: &str,
+        value: &[u8],
+        limit: usize,
+    ) -> siftdb::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut found = Vec::new();
+        for item in self.db().find(index, value)? {
+            let (mut key, value) = item?;
+            // The state machine's own records are not user data.
+            if key.first() == Some(&keys::DATA) {
+                key.remove(0);
+                found.push((key, value));
+            }
+        }
+        found.sort_unstable();
+        found.truncate(limit);
+        Ok(found)
+    }
+
     /// Up to `limit` user entries with keys in `[lower, upper)` (`upper`
     /// `None`: to the end), in key order.
     ///
@@ -97,6 +123,8 @@ pub struct StateMachine {
     snapshots: Arc<Snapshots>,
     /// The snapshot being received, by number.
     receiving: Option<u64>,
+    /// The value indexes every generation of the database declares.
+    indexes: Vec<siftdb::IndexDef>,
 }
 
 impl StateMachine {
@@ -104,7 +132,7 @@ impl StateMachine {
     ///
     /// # Errors
     /// What opening its database or snapshots returns.
-    pub async fn open(dir: &Path) -> StorageResult<Self> {
+    pub async fn open(dir: &Path, indexes: &[siftdb::IndexDef]) -> StorageResult<Self> {
         let fail =
             |e: &dyn std::error::Error| io_error(ErrorSubject::StateMachine, ErrorVerb::Read, e);
         let sm = dir.join("sm");
@@ -124,7 +152,7 @@ impl StateMachine {
                 let _ = std::fs::remove_dir_all(&path);
             }
         }
-        let db = Db::open(sm.join(generation.to_string())).map_err(|e| fail(&e))?;
+        let db = open_data(&sm.join(generation.to_string()), indexes).map_err(|e| fail(&e))?;
         let (last_applied, membership) =
             read_applied(&db).map_err(|e| fail(&std::io::Error::other(e)))?;
         let snapshots = Snapshots::open(dir.join("snapshots"))?;
@@ -136,6 +164,7 @@ impl StateMachine {
             membership,
             snapshots: Arc::new(snapshots),
             receiving: None,
+            indexes: indexes.to_vec(),
         })
     }
 
@@ -143,6 +172,14 @@ impl StateMachine {
     pub fn data(&self) -> DataHandle {
         self.data.clone()
     }
+}
+
+/// Opens a generation of the database, with the value indexes.
+fn open_data(dir: &Path, indexes: &[siftdb::IndexDef]) -> siftdb::Result<Db> {
+    let builder = indexes.iter().fold(Db::builder(dir), |builder, def| {
+        builder.value_index(def.clone())
+    });
+    builder.open()
 }
 
 /// Writes `sm/CURRENT` naming `generation`, atomically.
@@ -262,11 +299,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
         let (tar, generation) = (self.snapshots.received(n), self.generation + 1);
         let target = self.dir.join(generation.to_string());
-        let expected = meta.last_log_id;
+        let (expected, indexes) = (meta.last_log_id, self.indexes.clone());
         let opened = tokio::task::spawn_blocking(move || -> Result<Db, String> {
             let _ = std::fs::remove_dir_all(&target);
             snapshot::unpack(&tar, &target).map_err(|e| e.to_string())?;
-            let db = Db::open(&target).map_err(|e| e.to_string())?;
+            let db = open_data(&target, &indexes).map_err(|e| e.to_string())?;
             let (applied, _) = read_applied(&db)?;
             if applied != expected {
                 return Err(format!(

@@ -59,6 +59,8 @@ impl Cluster {
         options.config.snapshot_policy =
             openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_every);
         options.config.max_in_snapshot_log_to_keep = 0;
+        let color = siftdb::Extractor::json_field("/color");
+        options.value_indexes = vec![siftdb::IndexDef::new("color", color)];
         let node = Node::start(options).await.unwrap();
         self.addrs.insert(id, node.addr());
         self.nodes.insert(id, node);
@@ -327,4 +329,35 @@ async fn a_learner_joins_catches_up_and_becomes_a_voter() {
         cluster.nodes[&4].data().get(&key(19)).unwrap(),
         Some(b"v".to_vec())
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_searches_by_value_through_any_node() {
+    let cluster = Cluster::start(10_000).await;
+    for (i, color) in ["red", "blue", "red", "green", "red"].iter().enumerate() {
+        let value = format!("{{\"color\":\"{color}\",\"n\":{i}}}");
+        cluster
+            .client(2)
+            .put(&key(i as u32), value.as_bytes())
+            .await
+            .unwrap();
+    }
+    cluster.client(1).delete(&key(2)).await.unwrap();
+    let found = cluster
+        .client(3)
+        .find("color", b"red", usize::MAX)
+        .await
+        .unwrap();
+    let keys: Vec<Vec<u8>> = found.into_iter().map(|kv| kv.key).collect();
+    assert_eq!(keys, vec![key(0), key(4)]);
+    assert!(
+        cluster
+            .client(3)
+            .find("color", b"pink", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let missing = cluster.client(3).find("size", b"L", 10).await;
+    assert!(matches!(missing, Err(ApiError::Invalid(_))), "{missing:?}");
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use sift_raft::Client;
 use sift_raft::api::{ApiError, Status};
 
-use crate::cli::{ClusterCommand, Command, ScanArgs};
+use crate::cli::{ClusterCommand, Command, FindMethod, ScanArgs};
 use crate::error::{Failure, Outcome};
 use crate::output::Output;
 
@@ -52,9 +52,28 @@ pub fn run(server: &str, command: Command, out: &mut Output) -> Outcome {
             Ok(())
         }
         Command::Scan(args) => scan(&runtime, &client, &args, out),
+        Command::Find(args) => {
+            if args.method != FindMethod::Auto || args.explain {
+                return Err(Failure::usage(
+                    "--method and --explain are not supported with --server",
+                ));
+            }
+            let value = out.parse("value", &args.value)?;
+            let limit = args.limit.unwrap_or(usize::MAX);
+            let found = runtime
+                .block_on(client.find(&args.index, &value, limit))
+                .map_err(failure)?;
+            if found.is_empty() {
+                return Err(Failure::not_found("no entry has that value"));
+            }
+            for entry in found {
+                out.entry(&entry.key, (!args.keys_only).then_some(&entry.value[..]))?;
+            }
+            Ok(())
+        }
         Command::Cluster(command) => cluster(&runtime, &client, command, out),
         _ => Err(Failure::usage(
-            "with --server, only put, get, delete, scan and cluster are supported",
+            "with --server, only put, get, delete, scan, find and cluster are supported",
         )),
     }
 }

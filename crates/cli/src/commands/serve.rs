@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use sift_raft::{Node, NodeOptions};
+use siftdb::{Extractor, IndexDef};
 
+use super::import::pointer;
 use super::remote::{failure, runtime};
 use crate::cli::ServeArgs;
 use crate::error::{Failure, Outcome};
@@ -14,8 +16,19 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
     if args.id == 0 {
         return Err(Failure::usage("--id must be a positive integer"));
     }
+    let value_indexes = args
+        .indexes
+        .iter()
+        .map(|spec| {
+            let (name, field) = spec
+                .split_once('=')
+                .ok_or_else(|| Failure::usage(format!("--index {spec:?}: expected NAME=FIELD")))?;
+            Ok(IndexDef::new(name, Extractor::json_field(pointer(field))))
+        })
+        .collect::<Outcome<Vec<_>>>()?;
     runtime()?.block_on(async {
-        let options = NodeOptions::new(args.id, args.listen, db);
+        let mut options = NodeOptions::new(args.id, args.listen, db);
+        options.value_indexes = value_indexes;
         let node = Node::start(options).await.map_err(failure)?;
         eprintln!(
             "sift: node {} serving on {} (data in {})",
