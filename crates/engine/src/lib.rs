@@ -51,6 +51,7 @@ mod rng;
 mod sstable;
 pub mod txn;
 mod value;
+mod value_def;
 mod verify;
 mod version;
 
@@ -65,7 +66,6 @@ pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
 pub use txn::{Transaction, TxnIter, TxnStats};
-pub use value::{
-    ExtractFn, Extractor, Find, FindKeys, FindStats, IndexDef, IndexInfo, IndexStats, LeafSizing,
-};
+pub use value::{Find, FindKeys, FindStats, IndexInfo, IndexStats};
+pub use value_def::{ExtractFn, Extractor, IndexDef, LeafSizing};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify, verify_in};

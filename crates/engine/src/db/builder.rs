@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::filter_policy::FilterPolicy;
 use crate::fs::{FileSystem, StdFs};
 use crate::options::{CompactionStyle, Compression, WalRecovery};
-use crate::value::IndexDef;
+use crate::value_def::IndexDef;
 
 use super::Db;
 

@@ -20,7 +20,7 @@ use crate::manifest::{FileKind, VersionEdit, filenames, read_current, read_manif
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
 use crate::sstable::{BlockCache, OpenFiles, Table};
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Start, Version, VersionSet};
 
 use super::builder::Options;

@@ -26,7 +26,7 @@ use crate::batch::MAX_KEY_LEN;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN};
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 
 /// Tag of `next_file_number`.
 const TAG_NEXT_FILE_NUMBER: u64 = 1;
@@ -233,8 +233,8 @@ mod tests {
             added_indexes: vec![IndexRecord {
                 id: 5,
                 name: "v".into(),
-                extractor: crate::value::Extractor::WholeValue,
-                sizing: crate::value::LeafSizing::Fixed(sift_filter::BloomShape {
+                extractor: crate::value_def::Extractor::WholeValue,
+                sizing: crate::value_def::LeafSizing::Fixed(sift_filter::BloomShape {
                     bits: 64,
                     probes: 2,
                 }),
@@ -315,7 +315,7 @@ mod tests {
     }
 
     fn any_index() -> impl Strategy<Value = IndexRecord> {
-        use crate::value::Extractor;
+        use crate::value_def::Extractor;
         (
             any::<u64>(),
             "[a-z]{1,8}",
@@ -338,8 +338,8 @@ mod tests {
                         name,
                         extractor,
                         sizing: match fpr {
-                            Some(fpr) => crate::value::LeafSizing::PerTable { fpr },
-                            None => crate::value::LeafSizing::Fixed(sift_filter::BloomShape {
+                            Some(fpr) => crate::value_def::LeafSizing::PerTable { fpr },
+                            None => crate::value_def::LeafSizing::Fixed(sift_filter::BloomShape {
                                 bits,
                                 probes,
                             }),

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter, read_log};
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 
 /// What the manifest records about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]

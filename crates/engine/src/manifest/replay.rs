@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{TableMeta, VersionEdit, filenames};
 use crate::key::{SeqNo, user_key_of};
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 
 /// The state a manifest records.
 #[derive(Debug, Clone, PartialEq, Eq)]

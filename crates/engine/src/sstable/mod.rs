@@ -62,7 +62,7 @@ use std::sync::Arc;
 
 use crate::filter_policy::{FilterChoice, ScanFilterChoice};
 use crate::options::Compression;
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 
 /// How a table is written.
 #[derive(Debug, Clone)]

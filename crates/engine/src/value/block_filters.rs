@@ -201,7 +201,7 @@ mod tests {
             .map(|b| {
                 (
                     b.as_slice(),
-                    crate::value::sizing::filter_bits(b.len() as u64, 7, 0.01),
+                    crate::value_def::sizing::filter_bits(b.len() as u64, 7, 0.01),
                 )
             })
             .collect();
@@ -267,7 +267,12 @@ mod tests {
                 (0..400).map(|b| hashes(b * 1_000..b * 1_000 + n)).collect();
             let sized: Vec<(&[KeyHash], u64)> = blocks
                 .iter()
-                .map(|b| (b.as_slice(), crate::value::sizing::filter_bits(n, 7, 0.01)))
+                .map(|b| {
+                    (
+                        b.as_slice(),
+                        crate::value_def::sizing::filter_bits(n, 7, 0.01),
+                    )
+                })
                 .collect();
             let filters = BlockFilters::build(7, sized.into_iter());
             let absent = hashes(10_000_000..10_002_000);

@@ -13,8 +13,8 @@
 use sift_filter::{Filter, KeyHash, StandardBloom};
 
 use super::block_filters::BlockFilters;
-use super::def::IndexRecord;
-use super::sizing;
+use crate::value_def::IndexRecord;
+use crate::value_def::sizing;
 
 /// Bits per value assumed for the size estimate that cuts tables, before
 /// the real sizes are known: a leaf at 1% (10.8 bits at most) plus block
@@ -114,8 +114,8 @@ impl ValueFilterBuilder {
             .map(|c| {
                 let values = (c.hashes.len() + c.block.len()) as u64;
                 let leaf = match c.index.sizing {
-                    super::LeafSizing::Fixed(shape) => shape.bits / 8,
-                    super::LeafSizing::PerTable { .. } => 0,
+                    crate::value_def::LeafSizing::Fixed(shape) => shape.bits / 8,
+                    crate::value_def::LeafSizing::PerTable { .. } => 0,
                 };
                 leaf + values * ESTIMATED_BITS_PER_VALUE / 8 + 64
             })

@@ -18,12 +18,12 @@ use std::time::Instant;
 use sift_filter::KeyHash;
 use sift_value_index::{Method, ProbeStats};
 
-use super::def::IndexRecord;
 use super::find::{Hit, Source, has_value, shadowed};
 use super::leaves::IndexState;
 use super::plan::Costs;
 use crate::db::{Inner, SuperVersion};
 use crate::key::SeqNo;
+use crate::value_def::IndexRecord;
 use crate::version::LiveTable;
 
 /// Tables sampled.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use crate::db::{Db, Inner, Options, State, SuperVersion, lock};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
+use crate::value::IndexInfo;
 use crate::value::ValueLeaf;
-use crate::value::{Extractor, IndexDef, IndexInfo, IndexRecord, expected_values};
+use crate::value_def::{Extractor, IndexDef, IndexRecord, expected_values};
 use crate::version::{LiveTable, Version};
 
 /// Distinct values a table of this database is expected to hold, for the

@@ -9,7 +9,7 @@ use super::leaves;
 use crate::error::Error;
 use crate::fs::FaultInjectionFs;
 use crate::value::ValueLeaf;
-use crate::value::{Extractor, IndexDef};
+use crate::value_def::{Extractor, IndexDef};
 use crate::{Db, DbBuilder};
 
 fn builder(fs: &FaultInjectionFs) -> DbBuilder {

@@ -21,10 +21,10 @@ use sift_filter::{BloomShape, Filter, KeyHash, StandardBloom};
 use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats, Profile, ValueIndex};
 
-use super::def::IndexRecord;
 use super::plan::Costs;
 use super::table_filters::ValueLeaf;
 use crate::error::{Error, Result};
+use crate::value_def::IndexRecord;
 use crate::version::Version;
 
 /// Hierarchy order used when the builder names none: a fan-out of 8 keeps

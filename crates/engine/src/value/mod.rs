@@ -1,10 +1,11 @@
 //! Search by value: "which keys have this value?", answered through value
 //! indexes without scanning every table.
 //!
-//! An index is a name and an [`Extractor`] (what to take from each value).
-//! Definitions live in the manifest ([`IndexRecord`], `def.rs`,
-//! `catalog.rs`). Every table carries, per index, a leaf (a standard Bloom
-//! filter over the values it holds, sized for them: `sizing.rs`) and one
+//! An index is a name and an [`Extractor`](crate::Extractor) (what to take
+//! from each value), defined in `value_def/`. Definitions live in the
+//! manifest (`catalog.rs`). Every table carries, per index, a leaf (a
+//! standard Bloom filter over the values it holds, sized for them by
+//! `value_def/sizing.rs`) and one
 //! small filter per data block (`block_filters.rs`), built in the pass that
 //! writes the table (`builder.rs`) and pinned when it opens
 //! (`table_filters.rs`); tables written before an index existed get theirs
@@ -20,22 +21,15 @@ mod block_filters;
 mod builder;
 mod calibrate;
 mod catalog;
-mod def;
-mod extractor;
 mod find;
-mod json_pointer;
 mod leaves;
 mod plan;
-mod sizing;
 mod stats;
 mod table_filters;
 
 pub(crate) use block_filters::BlockFilters;
 pub(crate) use builder::ValueFilterBuilder;
 pub(crate) use catalog::resolve;
-pub use def::{IndexDef, LeafSizing};
-pub(crate) use def::{IndexRecord, expected_values};
-pub use extractor::{ExtractFn, Extractor};
 pub use find::{Find, FindKeys, FindStats};
 pub(crate) use leaves::{DEFAULT_ORDER, IndexLeaves};
 pub use stats::IndexStats;
@@ -54,7 +48,7 @@ pub struct IndexInfo {
     /// What it extracts, as [`Extractor::description`] says.
     pub extractor: String,
     /// How its leaves are sized.
-    pub leaf_sizing: LeafSizing,
+    pub leaf_sizing: crate::LeafSizing,
     /// Live tables that carry a readable leaf of the index.
     pub tables_indexed: usize,
     /// Live tables written before the index existed, still waiting for the

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::Findings;
 use crate::key::SeqNo;
 use crate::manifest::{FileKind, TableMeta, filenames, read_current, read_manifest, replay};
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 
 /// The live state the manifest records.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use super::*;
 use crate::fs::FaultInjectionFs;
 use crate::log::{LogKind, LogWriter};
 use crate::manifest::{Manifest, VersionEdit, read_current, read_manifest};
-use crate::value::{Extractor, IndexDef, LeafSizing};
+use crate::value_def::{Extractor, IndexDef, LeafSizing};
 use crate::{Db, DbBuilder};
 
 const DIR: &str = "/db";

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
 use crate::manifest::{Manifest, VersionEdit};
-use crate::value::IndexRecord;
+use crate::value_def::IndexRecord;
 
 use super::{LiveTable, Version};
 
@@ -197,7 +197,7 @@ mod tests {
     use super::*;
     use crate::fs::FaultInjectionFs;
     use crate::manifest::{read_current, read_manifest, replay};
-    use crate::value::{Extractor, LeafSizing};
+    use crate::value_def::{Extractor, LeafSizing};
 
     /// Index records whose snapshot is several KiB.
     fn indexes() -> Vec<IndexRecord> {

@@ -13,7 +13,7 @@ use crate::options::Compression;
 use crate::sstable::footer::{FOOTER_LEN, Footer};
 use crate::sstable::trailer::seal_block;
 use crate::sstable::{Properties, TableFile, TableOptions, ValueLeaf};
-use crate::value::{Extractor, IndexRecord, LeafSizing};
+use crate::value_def::{Extractor, IndexRecord, LeafSizing};
 
 /// City leaves sized per table at 1%; tag leaves of one fixed shape.
 fn indexes() -> Vec<IndexRecord> {

@@ -9,9 +9,9 @@ use sift_value_index::{Method, ProbeStats};
 
 use super::FindStats;
 use crate::db::SuperVersion;
-use crate::value::def::IndexRecord;
 use crate::value::leaves::IndexState;
 use crate::value::plan::Workload;
+use crate::value_def::IndexRecord;
 use crate::version::LiveTable;
 
 /// A table a search reads, and which of its blocks.

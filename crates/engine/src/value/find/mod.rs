@@ -29,11 +29,11 @@ use sift_filter::KeyHash;
 use sift_value_index::{Method, ProbeStats};
 
 use super::calibrate;
-use super::def::IndexRecord;
 use super::plan::{self, Costs};
 use crate::db::{Inner, SuperVersion, lock};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
+use crate::value_def::IndexRecord;
 
 /// What one search by value did: the `explain` of a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

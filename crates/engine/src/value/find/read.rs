@@ -8,7 +8,7 @@ use super::{FindStats, has_value};
 use crate::db::{Inner, SuperVersion};
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
-use crate::value::def::IndexRecord;
+use crate::value_def::IndexRecord;
 
 /// An entry with the searched value that is the newest version of its key
 /// visible at the snapshot within its source. Validation decides whether
