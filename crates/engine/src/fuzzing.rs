@@ -28,7 +28,7 @@ use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::ValueKind;
 use crate::log::{HEADER_LEN, LogKind, LogWriter, Tail, read_log};
 use crate::manifest::edit::{decode_edit, encode_edit};
-use crate::value::{BlockFilters, decode_directory, encode_directory};
+use crate::sstable::filters::value::{BlockFilters, decode_directory, encode_directory};
 
 /// Bytes of a checksum field (log header and log records): `u32`.
 const CHECKSUM_LEN: usize = 4;
@@ -97,7 +97,7 @@ pub fn version_edit(data: &[u8]) {
 }
 
 /// The block value filters of one table and index
-/// (`value/block_filters.rs`, `BlockFilters::decode`).
+/// (`sstable/filters/value/blocks.rs`, `BlockFilters::decode`).
 pub fn block_filters(data: &[u8]) {
     let Ok(filters) = BlockFilters::decode(data) else {
         return;
@@ -118,7 +118,7 @@ pub fn block_filters(data: &[u8]) {
 }
 
 /// The value filter directory at the end of a table's properties block
-/// (`value/table_filters.rs`, `decode_directory`). The first byte picks the
+/// (`sstable/filters/value/reader.rs`, `decode_directory`). The first byte picks the
 /// table format: even 2 (no block filters), odd 3; the rest is the
 /// directory. Only format 3 is written, so only it is re-encoded.
 pub fn value_filter_directory(data: &[u8]) {
@@ -228,7 +228,7 @@ fn mask_checksums(bytes: &mut [u8], offsets: &[u64]) {
 mod tests {
     use super::*;
     use crate::manifest::VersionEdit;
-    use crate::value::ValueFilterEntry;
+    use crate::sstable::filters::value::ValueFilterEntry;
 
     fn log_of(kind: LogKind, records: &[Vec<u8>]) -> Vec<u8> {
         rewrite(kind, records).unwrap()

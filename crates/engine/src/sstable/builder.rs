@@ -7,18 +7,19 @@ use sift_filter::KeyHash;
 
 use super::TableOptions;
 use super::block_builder::BlockBuilder;
-use super::filter_block::{FilterLayout, encode_partition_index};
-use super::filter_builder::{BuiltFilter, FilterOutput, KeyFilterBuilder};
+use super::filters::key::{
+    BuiltFilter, FilterLayout, FilterOutput, KeyFilterBuilder, encode_partition_index,
+};
+use super::filters::scan::ScanFilterBuilder;
+use super::filters::value::{ValueFilterBuilder, ValueFilterEntry};
 use super::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
 use super::index::{Index, IndexEntry};
 use super::properties::{BuiltFilterKind, Properties};
-use super::scan_filter_builder::ScanFilterBuilder;
 use super::trailer::{BlockHandle, seal_block};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{InternalKey, MAX_SEQNO, SeqNo, ValueKind, cmp_internal, user_key_of};
 use crate::options::Compression;
-use crate::value::{ValueFilterBuilder, ValueFilterEntry};
 
 /// Largest target block size honoured. A block closes after the entry that
 /// reaches the target, so it holds at most this plus one entry (a 64 KiB

@@ -3,7 +3,7 @@
 
 #![deny(clippy::indexing_slicing)]
 
-use super::filter_block::FilterLayout;
+use super::filters::key::FilterLayout;
 use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, checksum, checksum_matches};
 use crate::error::Corrupt;

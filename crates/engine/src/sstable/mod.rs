@@ -7,9 +7,9 @@
 //!
 //! ```text
 //! data block 0 | ... | data block n-1      entries, prefix-compressed (block.rs)
-//! filter block, or filter partitions + partition index   (filter_block.rs)
-//! value filter blocks, one per index        (value/table_filters.rs)
-//! scan filters: prefix and range filter    (scan_filter.rs)
+//! filter block, or filter partitions + partition index   (filters/key/)
+//! value filter blocks, one per index        (filters/value/)
+//! scan filters: prefix and range filter    (filters/scan/)
 //! index block                              last key of each data block -> handle
 //! properties block                         counts, key range, filter facts,
 //!                                          value filter directory
@@ -27,25 +27,23 @@ mod block;
 mod block_builder;
 mod builder;
 mod cache;
-mod filter_block;
-mod filter_builder;
+pub(crate) mod filters;
 mod footer;
 mod index;
 mod inspect;
 mod iter;
 mod open_files;
 mod properties;
-mod scan_filter;
-mod scan_filter_builder;
 mod table;
 mod trailer;
 
 #[cfg(test)]
 mod tests;
 
-pub(crate) use crate::value::ValueLeaf;
 pub(crate) use builder::TableBuilder;
 pub(crate) use cache::BlockCache;
+pub(crate) use filters::scan::ScanProbe;
+pub(crate) use filters::value::{BlockFilters, ValueLeaf};
 pub use inspect::{TableFile, TableSummary, ValueFilterSummary};
 pub(crate) use iter::{SharedBounds, TableIter};
 pub(crate) use open_files::OpenFiles;
@@ -54,7 +52,6 @@ pub(crate) use open_files::OpenFiles;
     reason = "the stub named it here; the db layer reaches it through `Table::properties`"
 )]
 pub(crate) use properties::Properties;
-pub(crate) use scan_filter::ScanProbe;
 pub(crate) use table::Table;
 pub(crate) use trailer::{BlockHandle, read_block};
 

@@ -3,12 +3,12 @@
 
 #![deny(clippy::indexing_slicing)]
 
+use super::filters::value::{ValueFilterEntry, decode_directory, encode_directory};
 use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, ParsedKey, SeqNo};
 use crate::options::Compression;
-use crate::value::{ValueFilterEntry, decode_directory, encode_directory};
 
 /// Longest smallest/largest key accepted: the engine's key limit (64 KiB)
 /// plus the trailer, with room to spare.

@@ -8,19 +8,19 @@ use sift_filter::KeyHash;
 
 use super::block::Block;
 use super::cache::BlockCache;
-use super::filter_block::{FilterLayout, KeyFilter};
+use super::filters::key::{FilterLayout, KeyFilter};
+use super::filters::scan::{ScanFilters, ScanProbe, common_prefix};
+use super::filters::value::{BlockFilters, ValueFilters, ValueLeaf};
 use super::footer::{FOOTER_LEN, Footer};
 use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::open_files::OpenFiles;
 use super::properties::Properties;
-use super::scan_filter::{ScanFilters, ScanProbe, common_prefix};
 use super::trailer::read_block;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::iter::UserBounds;
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
-use crate::value::{BlockFilters, ValueFilters, ValueLeaf};
 
 /// Search keys up to this long are built on the stack, so that a lookup
 /// allocates nothing but the value it returns.

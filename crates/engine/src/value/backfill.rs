@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::compaction::OutputRun;
 use crate::db::{Db, Inner, lock, projected_entries};
 use crate::error::Result;
-use crate::value::ValueLeaf;
+use crate::sstable::ValueLeaf;
 use crate::version::{LiveTable, Version};
 
 impl Inner {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::db::{Db, Inner, Options, State, SuperVersion, lock};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
+use crate::sstable::ValueLeaf;
 use crate::value::IndexInfo;
-use crate::value::ValueLeaf;
 use crate::value_def::{Extractor, IndexDef, IndexRecord, expected_values};
 use crate::version::{LiveTable, Version};
 

@@ -8,7 +8,7 @@ use sift_filter::{Filter, KeyHash};
 use super::leaves;
 use crate::error::Error;
 use crate::fs::FaultInjectionFs;
-use crate::value::ValueLeaf;
+use crate::sstable::ValueLeaf;
 use crate::value_def::{Extractor, IndexDef};
 use crate::{Db, DbBuilder};
 

@@ -22,8 +22,8 @@ use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats, Profile, ValueIndex};
 
 use super::plan::Costs;
-use super::table_filters::ValueLeaf;
 use crate::error::{Error, Result};
+use crate::sstable::ValueLeaf;
 use crate::value_def::IndexRecord;
 use crate::version::Version;
 

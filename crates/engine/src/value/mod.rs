@@ -5,11 +5,10 @@
 //! from each value), defined in `value_def/`. Definitions live in the
 //! manifest (`catalog.rs`). Every table carries, per index, a leaf (a
 //! standard Bloom filter over the values it holds, sized for them by
-//! `value_def/sizing.rs`) and one
-//! small filter per data block (`block_filters.rs`), built in the pass that
-//! writes the table (`builder.rs`) and pinned when it opens
-//! (`table_filters.rs`); tables written before an index existed get theirs
-//! from the backfill (`backfill.rs`). The leaves of an index are arranged
+//! `value_def/sizing.rs`) and one small filter per data block, built in
+//! the pass that writes the table and pinned when it opens
+//! (`sstable/filters/value/`); tables written before an index existed get
+//! theirs from the backfill (`backfill.rs`). The leaves of an index are arranged
 //! for search (`leaves.rs`, over `sift-value-index`). A search (`find/`)
 //! probes the leaves and then the block filters, lets the planner
 //! (`plan.rs`, with costs measured by `calibrate.rs`) choose between
@@ -17,25 +16,17 @@
 //! finds against newer versions. `stats.rs` reports each index's filters.
 
 mod backfill;
-mod block_filters;
-mod builder;
 mod calibrate;
 mod catalog;
 mod find;
 mod leaves;
 mod plan;
 mod stats;
-mod table_filters;
 
-pub(crate) use block_filters::BlockFilters;
-pub(crate) use builder::ValueFilterBuilder;
 pub(crate) use catalog::resolve;
 pub use find::{Find, FindKeys, FindStats};
 pub(crate) use leaves::{DEFAULT_ORDER, IndexLeaves};
 pub use stats::IndexStats;
-pub(crate) use table_filters::{
-    ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory, encode_directory,
-};
 
 /// What [`Db::indexes`](crate::Db::indexes) reports about one index.
 #[derive(Debug, Clone, PartialEq, Eq)]

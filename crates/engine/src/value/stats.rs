@@ -2,8 +2,8 @@
 //! the size and the measured accuracy of its filters.
 
 use super::leaves::IndexState;
-use super::table_filters::ValueLeaf;
 use crate::db::{Inner, lock};
+use crate::sstable::ValueLeaf;
 use std::sync::Arc;
 
 use crate::version::Version;

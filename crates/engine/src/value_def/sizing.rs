@@ -91,7 +91,7 @@ pub(crate) fn bits_for(n: u64, k: u32, fpr: f64) -> u64 {
 /// filter as one block), costs `O(bits · k · n)`: about 5 ms for the 60
 /// smallest counts at 12 probes, once per process (see [`filter_bits`]),
 /// and up to here the gap is worth closing (2.7% of the rate at 30 values
-/// in 290 bits; measured with `block_filters.rs`'s rate test).
+/// in 290 bits; measured with `sstable/filters/value/blocks.rs`'s rate test).
 const EXACT_BITS: u64 = 512;
 
 /// Exact sizes kept before the memo is cleared: a store's blocks hold a

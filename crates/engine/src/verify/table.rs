@@ -12,8 +12,8 @@ use sift_filter::{Filter, KeyHash, StandardBloom};
 use super::Findings;
 use crate::key::{ValueKind, user_key_of};
 use crate::manifest::TableMeta;
+use crate::sstable::BlockFilters;
 use crate::sstable::{Table, TableFile, ValueLeaf};
-use crate::value::BlockFilters;
 use crate::value_def::{Extractor, IndexRecord};
 
 /// Longest part of a key or value quoted in a problem: enough to find it,

@@ -216,14 +216,16 @@ fn a_leaf_that_is_not_a_filter_is_unreadable() {
         offset: 0,
         size: 12,
     };
-    let entry = crate::value::ValueFilterEntry {
+    let entry = crate::sstable::filters::value::ValueFilterEntry {
         index_id: 1,
         handle,
         distinct_values: 0,
         values: 0,
         blocks: Some(handle),
     };
-    let loaded = crate::value::ValueFilters::load(file.as_ref(), &path, &[entry], 1, 17).unwrap();
+    let loaded =
+        crate::sstable::filters::value::ValueFilters::load(file.as_ref(), &path, &[entry], 1, 17)
+            .unwrap();
     assert!(matches!(loaded.leaf(1), ValueLeaf::Unreadable));
     assert!(loaded.blocks(1).is_none());
     let problem = loaded.problem(&path).unwrap().to_string();

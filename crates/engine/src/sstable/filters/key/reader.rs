@@ -13,10 +13,10 @@ use std::path::Path;
 
 use sift_filter::{Filter, KeyHash, StaticFilter};
 
-use super::trailer::{BlockHandle, read_block};
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;
+use crate::sstable::trailer::{BlockHandle, read_block};
 
 /// Longest user key in a partition index: the engine's key limit (64 KiB),
 /// with room to spare.

@@ -12,7 +12,7 @@
 
 use sift_filter::{Filter, KeyHash, StandardBloom};
 
-use super::block_filters::BlockFilters;
+use super::blocks::BlockFilters;
 use crate::value_def::IndexRecord;
 use crate::value_def::sizing;
 
@@ -42,7 +42,7 @@ pub(crate) struct BuiltValueFilters {
     pub index_id: u64,
     /// The leaf, encoded (a standard Bloom filter).
     pub leaf: Vec<u8>,
-    /// The block filters, encoded (`block_filters.rs`).
+    /// The block filters, encoded (`blocks.rs`).
     pub blocks: Vec<u8>,
     /// Distinct values in the table (exact).
     pub distinct_values: u64,

@@ -18,12 +18,12 @@ use std::path::Path;
 
 use sift_filter::{Filter, KeyHash, RangeFilter, StaticFilter};
 
-use super::trailer::{BlockHandle, read_block};
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;
 use crate::iter::UserBounds;
 use crate::prefix::PrefixExtractor;
+use crate::sstable::trailer::{BlockHandle, read_block};
 
 /// Longest extractor name stored.
 const MAX_NAME: usize = 1 << 10;

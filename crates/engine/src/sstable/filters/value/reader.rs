@@ -1,7 +1,7 @@
 //! The value filters a table carries, per value index: the leaf (a
 //! standard Bloom filter over every value the index extracts from the
 //! table's `Value` entries) and the block filters (one small filter per
-//! data block, `block_filters.rs`), found through a directory at the end of
+//! data block, `blocks.rs`), found through a directory at the end of
 //! the properties block, decoded and pinned at open.
 //!
 //! As for the key filter, damage never fails the open: a leaf whose block
@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use sift_filter::StandardBloom;
 
-use super::block_filters::BlockFilters;
+use super::blocks::BlockFilters;
 use crate::encoding::{Decoder, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;

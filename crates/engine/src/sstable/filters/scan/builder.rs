@@ -1,4 +1,4 @@
-//! Builds a table's scan filters (`scan_filter.rs`) in the pass that writes
+//! Builds a table's scan filters (`reader.rs`) in the pass that writes
 //! its data blocks. Call order: `new`, `add` once per distinct user key in
 //! ascending order (tombstones too: a range filter that missed a deleted
 //! key would let an older version below it come back), `finish` once.
@@ -20,7 +20,7 @@
 
 use sift_filter::{BlockedBloomBuilder, Filter, FilterBuilder, KeyHash, RangeFilter, StaticFilter};
 
-use super::scan_filter::{common_prefix, encode, range_point};
+use super::reader::{common_prefix, encode, range_point};
 use crate::filter_policy::ScanFilterChoice;
 use crate::prefix::PrefixExtractor;
 

@@ -1,0 +1,7 @@
+//! The key filter: [`KeyFilterBuilder`] writes it, [`KeyFilter`] reads it.
+
+mod builder;
+mod reader;
+
+pub(crate) use builder::{BuiltFilter, FilterOutput, KeyFilterBuilder};
+pub(crate) use reader::{FilterLayout, KeyFilter, encode_partition_index};
