@@ -49,7 +49,30 @@ mod options;
 mod prefix;
 mod rng;
 mod sstable;
-pub mod txn;
+/// Optimistic serializable transactions whose read and write sets are
+/// fronted by Bloom filters. See `docs/transactions.md`.
+///
+/// A [`Transaction`] reads at the snapshot where it began, sees its own
+/// writes, and buffers them until [`Transaction::commit`], which validates
+/// what it read (keys and scanned ranges) and wrote against the write sets
+/// committed since its snapshot, then applies its writes as one
+/// [`WriteBatch`] (one WAL record), all under the writer lock.
+///
+/// The handle needs the hub, so it lives in `db/txn/`; what it is built
+/// from does not, and lives in `txn/`: the commit log (`history.rs`), the
+/// Bloom-fronted key sets (`keyset.rs`) and the counters (`stats.rs`).
+pub mod txn {
+    mod history;
+    mod keyset;
+    mod stats;
+
+    pub use crate::db::{Transaction, TxnIter};
+    pub(crate) use history::{CommitLog, CommittedSet, Footprint, ValidationCounts};
+    pub(crate) use keyset::FilteredMap;
+    pub use keyset::KeySet;
+    pub use stats::TxnStats;
+    pub(crate) use stats::{Outcome, TxnCounters};
+}
 mod value;
 mod value_def;
 mod verify;

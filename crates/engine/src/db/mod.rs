@@ -29,6 +29,7 @@ pub use builder::DbBuilder;
 pub use read::DbIter;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
+pub use txn::{Transaction, TxnIter};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};

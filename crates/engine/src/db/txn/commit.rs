@@ -10,10 +10,10 @@ use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::key::SeqNo;
 use crate::options::WriteOptions;
-use crate::txn::{CommittedSet, Footprint, Transaction, TxnCounters, TxnStats, ValidationCounts};
+use crate::txn::{CommittedSet, Footprint, TxnCounters, TxnStats, ValidationCounts};
 
-use super::snapshot::Snapshot;
-use super::{Db, Inner, lock};
+use super::Transaction;
+use crate::db::{Db, Inner, Snapshot, Writer, lock};
 
 impl Db {
     /// Starts a transaction reading at the current state. See
@@ -91,7 +91,7 @@ impl Inner {
 
     /// After a plain write (not a transaction's) of `batch`: records its
     /// keys if a transaction is active, so that it conflicts with them.
-    pub(crate) fn record_plain_write(&self, writer: &mut super::Writer, batch: &WriteBatch) {
+    pub(crate) fn record_plain_write(&self, writer: &mut Writer, batch: &WriteBatch) {
         if !writer.txns.any_active() {
             return;
         }

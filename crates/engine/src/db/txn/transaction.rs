@@ -1,34 +1,21 @@
-//! Optimistic serializable transactions whose read and write sets are
-//! fronted by Bloom filters. See `docs/transactions.md`.
-//!
-//! A [`Transaction`] reads at the snapshot where it began, sees its own
+//! The transaction handle. A [`Transaction`] reads at the snapshot where it began, sees its own
 //! writes, and buffers them until [`Transaction::commit`], which validates
 //! what it read (keys and scanned ranges) and wrote against the write sets
 //! committed since its snapshot, then applies its writes as one
 //! [`WriteBatch`] (one WAL record), all under the writer lock.
-
-mod history;
-mod iter;
-mod keyset;
-mod stats;
 
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use sift_filter::KeyHash;
 
+use super::TxnIter;
 use crate::batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
 use crate::db::{Inner, Snapshot};
 use crate::error::{Error, Result};
 use crate::iter::UserBounds;
 use crate::key::SeqNo;
-
-pub(crate) use history::{CommitLog, CommittedSet, Footprint, ValidationCounts};
-pub use iter::TxnIter;
-use keyset::FilteredMap;
-pub use keyset::KeySet;
-pub use stats::TxnStats;
-pub(crate) use stats::{Outcome, TxnCounters};
+use crate::txn::{FilteredMap, Footprint, Outcome, ValidationCounts};
 
 /// Bytes charged per key a transaction holds, on top of the key and value:
 /// the B-tree slot, the key's `Vec` header and its hash, rounded up.
