@@ -73,13 +73,15 @@ pub mod txn {
     pub use stats::TxnStats;
     pub(crate) use stats::{Outcome, TxnCounters};
 }
-mod value;
 mod value_def;
 mod verify;
 mod version;
 
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
-pub use db::{Db, DbBuilder, DbIter, LevelStats, Snapshot, Stats};
+pub use db::{
+    Db, DbBuilder, DbIter, Find, FindKeys, FindStats, IndexInfo, IndexStats, LevelStats, Snapshot,
+    Stats,
+};
 pub use error::{Error, Result};
 pub use filter_policy::{BitsPerKey, FilterPolicy, RangeFilterPolicy};
 pub use key::SeqNo;
@@ -89,6 +91,5 @@ pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};
 pub use txn::{Transaction, TxnIter, TxnStats};
-pub use value::{Find, FindKeys, FindStats, IndexInfo, IndexStats};
 pub use value_def::{ExtractFn, Extractor, IndexDef, LeafSizing};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify, verify_in};

@@ -84,7 +84,7 @@ impl DbBuilder {
                 wal_recovery: WalRecovery::default(),
                 background_threads: true,
                 value_indexes: Vec::new(),
-                value_index_order: crate::value::DEFAULT_ORDER,
+                value_index_order: crate::db::value::DEFAULT_ORDER,
                 txn_precheck: true,
                 txn_max_bytes: DEFAULT_TXN_MAX_BYTES,
                 txn_history_bytes: DEFAULT_TXN_HISTORY_BYTES,

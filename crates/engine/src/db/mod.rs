@@ -12,6 +12,7 @@ mod run_iter;
 mod snapshot;
 mod stats;
 mod txn;
+mod value;
 mod wal_replay;
 mod write;
 
@@ -30,6 +31,7 @@ pub use read::DbIter;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
 pub use txn::{Transaction, TxnIter};
+pub use value::{Find, FindKeys, FindStats, IndexInfo, IndexStats};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -40,7 +42,6 @@ use crate::manifest::VersionEdit;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 use crate::sstable::{BlockCache, OpenFiles};
-use crate::value::{Find, FindKeys};
 use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Version, VersionSet};
 pub(crate) use builder::Options;
@@ -138,7 +139,7 @@ pub(crate) struct Inner {
     /// The live value indexes; replaced under `state`.
     pub indexes: ArcSwap<Vec<IndexRecord>>,
     /// Search structures over the value indexes' leaves.
-    pub value_leaves: Mutex<crate::value::IndexLeaves>,
+    pub value_leaves: Mutex<crate::db::value::IndexLeaves>,
     /// Transaction statistics.
     pub txn_counters: crate::txn::TxnCounters,
     /// What point-in-time WAL recovery dropped at open, if anything.

@@ -62,7 +62,7 @@ impl Db {
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let files = Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files));
         let mut recovered = recover_version(&options, &cache, &files)?;
-        recovered.indexes = crate::value::resolve(
+        recovered.indexes = crate::db::value::resolve(
             &options,
             &recovered.version,
             std::mem::take(&mut recovered.indexes),
@@ -259,7 +259,9 @@ impl Inner {
             flush_lock: Mutex::new(()),
             failed: AtomicBool::new(false),
             indexes: ArcSwap::from_pointee(recovered.indexes),
-            value_leaves: Mutex::new(crate::value::IndexLeaves::new(options.value_index_order)),
+            value_leaves: Mutex::new(crate::db::value::IndexLeaves::new(
+                options.value_index_order,
+            )),
             txn_counters: crate::txn::TxnCounters::default(),
             wal_recovery: recovered.wal_stopped,
             options,

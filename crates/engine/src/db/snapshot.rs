@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::error::Result;
 use sift_value_index::Method;
 
+use crate::db::value::{Find, FindKeys};
 use crate::key::SeqNo;
-use crate::value::{Find, FindKeys};
 
 use super::read::{DbIter, owned_bounds};
 use super::{Inner, lock};

@@ -36,7 +36,7 @@ pub struct Stats {
     /// One entry per level, L0 first.
     pub levels: Vec<LevelStats>,
     /// One entry per value index, in the order they were defined.
-    pub indexes: Vec<crate::value::IndexStats>,
+    pub indexes: Vec<crate::db::value::IndexStats>,
     /// Where [`WalRecovery::PointInTime`](crate::WalRecovery::PointInTime)
     /// stopped replaying at open, and why, when it dropped records that
     /// followed damage (a torn tail of the newest WAL is not reported: it

@@ -9,8 +9,8 @@ use sift_value_index::{Method, ProbeStats};
 
 use super::FindStats;
 use crate::db::SuperVersion;
-use crate::value::leaves::IndexState;
-use crate::value::plan::Workload;
+use crate::db::value::leaves::IndexState;
+use crate::db::value::plan::Workload;
 use crate::value_def::IndexRecord;
 use crate::version::LiveTable;
 

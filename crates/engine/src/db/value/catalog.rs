@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use super::IndexInfo;
 use crate::db::{Db, Inner, Options, State, SuperVersion, lock};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::sstable::ValueLeaf;
-use crate::value::IndexInfo;
 use crate::value_def::{Extractor, IndexDef, IndexRecord, expected_values};
 use crate::version::{LiveTable, Version};
 
