@@ -30,7 +30,7 @@ impl Job {
 }
 
 /// Starts the flush and compaction threads.
-pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
+pub(super) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
     [(Job::Flush, "sift-flush"), (Job::Compact, "sift-compact")]
         .into_iter()
         .map(|(job, name)| {
@@ -104,7 +104,7 @@ impl Inner {
     /// Blocks until `done` holds, re-checking whenever `current` or `state`
     /// changes; fails as soon as background work has failed (what is waited
     /// for may then never happen).
-    pub(crate) fn wait_until(&self, done: impl Fn(&Self, &State) -> bool) -> Result<()> {
+    pub(super) fn wait_until(&self, done: impl Fn(&Self, &State) -> bool) -> Result<()> {
         let mut state = lock(&self.state);
         loop {
             Self::check_background_error(&state)?;
@@ -119,7 +119,7 @@ impl Inner {
     }
 
     /// Blocks until nothing is frozen and the planner finds nothing to do.
-    pub(crate) fn wait_until_idle(&self) -> Result<()> {
+    pub(super) fn wait_until_idle(&self) -> Result<()> {
         if !self.options.background_threads {
             while self.flush_oldest()? {}
             while self.compact_once()? {}
@@ -139,7 +139,7 @@ impl Inner {
 
     /// Stops the background threads, then syncs the WAL so a clean shutdown
     /// loses nothing.
-    pub(crate) fn shut_down(&self, threads: &mut Vec<JoinHandle<()>>) {
+    pub(super) fn shut_down(&self, threads: &mut Vec<JoinHandle<()>>) {
         lock(&self.state).shutting_down = true;
         // Writers check this flag on every write: a transaction or a stalled
         // writer that outlives the handle gets `Error::Closed`, and wakes.

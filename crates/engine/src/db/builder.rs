@@ -25,7 +25,7 @@ const DEFAULT_MAX_OPEN_FILES: usize = 500;
 
 /// Every setting of an open database (the builder's result).
 #[derive(Debug, Clone)]
-pub(crate) struct Options {
+pub(super) struct Options {
     pub path: PathBuf,
     pub fs: Arc<dyn FileSystem>,
     pub memtable_bytes: usize,
@@ -63,7 +63,7 @@ pub struct DbBuilder {
 }
 
 impl DbBuilder {
-    pub(crate) fn new(path: PathBuf) -> Self {
+    pub(super) fn new(path: PathBuf) -> Self {
         Self {
             options: Options {
                 path,
@@ -181,8 +181,8 @@ impl DbBuilder {
         self
     }
 
-    /// The file layer (default: the operating system's). Tests pass a
-    /// [`FaultInjectionFs`](crate::fs::FaultInjectionFs) to simulate power cuts.
+    /// The file layer (default: the operating system's). The crate's own
+    /// tests pass a fault-injecting one to simulate power cuts.
     pub fn file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
         self.options.fs = fs;
         self

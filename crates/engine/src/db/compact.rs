@@ -16,7 +16,7 @@ use super::{Inner, SuperVersion, lock};
 impl Inner {
     /// Runs the compaction the planner picks next, if any; `false` when
     /// there is nothing to do.
-    pub(crate) fn compact_once(&self) -> Result<bool> {
+    pub(super) fn compact_once(&self) -> Result<bool> {
         let _one_at_a_time = lock(&self.compaction_lock);
         let version = Arc::clone(&self.current().version);
         let task = plan(
@@ -33,7 +33,7 @@ impl Inner {
 
     /// Flushes, then compacts every table overlapping `range` (all tables
     /// when `None`) into the last level.
-    pub(crate) fn compact_range(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
+    pub(super) fn compact_range(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
         self.flush_all()?;
         let _one_at_a_time = lock(&self.compaction_lock);
         // Each step plans against the version the previous step produced.
@@ -112,7 +112,7 @@ impl Inner {
     /// Installs a version where `outputs` replace `inputs` (the memtables
     /// unchanged), then schedules the inputs' files for deletion once no
     /// reader holds them: the end of every compaction and table rewrite.
-    pub(crate) fn replace_tables(&self, inputs: &[Arc<LiveTable>], outputs: Outputs) -> Result<()> {
+    pub(super) fn replace_tables(&self, inputs: &[Arc<LiveTable>], outputs: Outputs) -> Result<()> {
         let mut state = lock(&self.state);
         let edit = VersionEdit {
             removed: inputs.iter().map(|t| (t.meta.level, t.meta.id)).collect(),

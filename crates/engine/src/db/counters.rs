@@ -17,17 +17,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Levels with their own probe counters; deeper levels share the last slot.
-pub(crate) const COUNTED_LEVELS: usize = 8;
+pub(super) const COUNTED_LEVELS: usize = 8;
 
 /// One statistic in one shard.
 #[derive(Debug, Default)]
-pub(crate) struct Counter(AtomicU64);
+pub(super) struct Counter(AtomicU64);
 
 impl Counter {
     /// Adds `n`. Only the shard's owning thread adds, so the load and the
     /// store cannot interleave with another add; readers see either value.
     #[inline]
-    pub(crate) fn add(&self, n: u64) {
+    pub(super) fn add(&self, n: u64) {
         self.0.store(
             self.0.load(Ordering::Relaxed).wrapping_add(n),
             Ordering::Relaxed,
@@ -41,7 +41,7 @@ impl Counter {
 
 /// Filter counters of one level.
 #[derive(Debug, Default)]
-pub(crate) struct LevelCounters {
+pub(super) struct LevelCounters {
     pub probes: Counter,
     pub negatives: Counter,
     pub false_positives: Counter,
@@ -56,7 +56,7 @@ pub(crate) struct LevelCounters {
 /// line (nor the adjacent line the prefetcher pairs with it).
 #[derive(Debug, Default)]
 #[repr(align(128))]
-pub(crate) struct Shard {
+pub(super) struct Shard {
     pub gets: Counter,
     pub key_hashes: Counter,
     pub data_blocks_read: Counter,
@@ -74,7 +74,7 @@ pub(crate) struct Shard {
 impl Shard {
     /// Counters of `level`.
     #[inline]
-    pub(crate) fn level(&self, level: usize) -> &LevelCounters {
+    pub(super) fn level(&self, level: usize) -> &LevelCounters {
         &self.levels[level.min(COUNTED_LEVELS - 1)]
     }
 }
@@ -84,7 +84,7 @@ type Registry = Mutex<Vec<Arc<Shard>>>;
 
 /// The live counters of a database.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Counters {
+pub(super) struct Counters {
     shards: Arc<Registry>,
 }
 
@@ -110,7 +110,7 @@ impl Counters {
     /// Runs `f` on this thread's shard, claiming one first if needed.
     /// `f` must not count again (it runs while the claims are borrowed).
     #[inline]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&Shard) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&Shard) -> R) -> R {
         let registry = Arc::as_ptr(&self.shards);
         CLAIMS.with(|claims| {
             if let Some(claim) = claims.borrow().first()
@@ -166,7 +166,7 @@ impl Counters {
     }
 
     /// The sum of one counter over every shard.
-    pub(crate) fn total(&self, counter: impl Fn(&Shard) -> &Counter) -> u64 {
+    pub(super) fn total(&self, counter: impl Fn(&Shard) -> &Counter) -> u64 {
         let shards = self.shards.lock().unwrap_or_else(PoisonError::into_inner);
         shards
             .iter()

@@ -18,7 +18,7 @@ use super::{Inner, SuperVersion, lock};
 /// Entries per level once tables holding `incoming` entries join `level`
 /// and the tables `removed` (their level, entries) leave: the shape the
 /// filter policy plans for.
-pub(crate) fn projected_entries(
+pub(super) fn projected_entries(
     version: &Version,
     level: usize,
     incoming: u64,
@@ -36,7 +36,7 @@ pub(crate) fn projected_entries(
 }
 
 /// Tables written by one flush or compaction, not yet in any version.
-pub(crate) struct Outputs {
+pub(super) struct Outputs {
     pub metas: Vec<TableMeta>,
     pub opened: BTreeMap<u64, Arc<LiveTable>>,
 }
@@ -44,7 +44,7 @@ pub(crate) struct Outputs {
 impl Inner {
     /// Flushes the oldest frozen memtable to a level-0 table. `false` when
     /// there was none.
-    pub(crate) fn flush_oldest(&self) -> Result<bool> {
+    pub(super) fn flush_oldest(&self) -> Result<bool> {
         let _one_at_a_time = lock(&self.flush_lock);
         let current = self.current();
         let Some(memtable) = current.immutables.last().cloned() else {
@@ -97,7 +97,7 @@ impl Inner {
 
     /// Freezes the active memtable if it holds anything, then flushes every
     /// frozen memtable.
-    pub(crate) fn flush_all(&self) -> Result<()> {
+    pub(super) fn flush_all(&self) -> Result<()> {
         // The WAL number of the newest memtable to flush: it and every
         // older one, not the ones writers freeze meanwhile, which would
         // keep the queue from ever draining under sustained writes.
@@ -129,7 +129,7 @@ impl Inner {
     }
 
     /// A fresh file number.
-    pub(crate) fn new_file_number(&self) -> u64 {
+    pub(super) fn new_file_number(&self) -> u64 {
         lock(&self.state).versions.new_file_number()
     }
 
@@ -142,7 +142,7 @@ impl Inner {
         clippy::too_many_arguments,
         reason = "one call site each for flush and compaction; a struct would only rename them"
     )]
-    pub(crate) fn write_tables(
+    pub(super) fn write_tables(
         &self,
         entries: impl Iterator<Item = Result<Entry>>,
         level: usize,

@@ -44,9 +44,9 @@ use crate::options::{PersistMode, WriteOptions};
 use crate::sstable::{BlockCache, OpenFiles};
 use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Version, VersionSet};
-pub(crate) use builder::Options;
+use builder::Options;
 use counters::Counters;
-pub(crate) use flush::projected_entries;
+use flush::projected_entries;
 use sift_value_index::Method;
 
 /// An open database. Cheap to share between threads (`Db: Send + Sync`;
@@ -67,96 +67,119 @@ use sift_value_index::Method;
 /// ```
 #[derive(Debug)]
 pub struct Db {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
     threads: Vec<JoinHandle<()>>,
 }
 
+// The hub. Only `db/` sees these types and their fields: a feature that
+// needs them lives under `db/` (`db/txn/`, `db/value/`), and the layers
+// below (`sstable/`, `version/`, `manifest/`, `log/`) never import `db/`.
+// Each field says what guards it.
+
 /// What readers see: the memtables and the version of one moment.
+/// Immutable once installed in [`Inner::current`].
 #[derive(Debug)]
-pub(crate) struct SuperVersion {
+struct SuperVersion {
     /// Takes new writes.
-    pub active: Arc<Memtable>,
+    active: Arc<Memtable>,
     /// Frozen, waiting to be flushed; newest first.
-    pub immutables: Vec<Arc<Memtable>>,
+    immutables: Vec<Arc<Memtable>>,
     /// The tables.
-    pub version: Arc<Version>,
+    version: Arc<Version>,
 }
 
-/// The WAL and sequence numbers; one writer at a time.
+/// The WAL and sequence numbers, guarded by [`Inner::writer`]: one writer
+/// at a time.
 #[derive(Debug)]
-pub(crate) struct Writer {
-    pub wal: LogWriter,
-    pub last_seq: SeqNo,
+struct Writer {
+    wal: LogWriter,
+    /// Sequence number of the last write logged (readers see up to
+    /// [`Inner::visible_seq`], published after the memtable insert).
+    last_seq: SeqNo,
     /// Bytes written since the last delay while compaction is behind.
-    pub delay_debt: u64,
+    delay_debt: u64,
     /// An empty batch whose buffer single-operation writes reuse.
-    pub scratch: WriteBatch,
+    scratch: WriteBatch,
     /// Active transactions and the write sets committed since the oldest
     /// one began: validated and updated under this lock with every write.
-    pub txns: crate::txn::CommitLog,
+    txns: crate::txn::CommitLog,
 }
 
-/// Structure changes (flush, compaction, memtable rotation) happen under
-/// this lock; `Inner::current` is replaced only while holding it.
+/// Structure changes (flush, compaction, memtable rotation), guarded by
+/// [`Inner::state`]; [`Inner::current`] is replaced only while holding it.
 #[derive(Debug)]
-pub(crate) struct State {
+struct State {
     /// The manifest, file numbers and the log number.
-    pub versions: VersionSet,
+    versions: VersionSet,
     /// Set when a background flush or compaction fails.
-    pub background_error: Option<String>,
-    pub shutting_down: bool,
-    pub compacting: bool,
+    background_error: Option<String>,
+    shutting_down: bool,
+    compacting: bool,
 }
 
-/// Everything the handle and its background threads share.
+/// Everything the handle and its background threads share. Lock order:
+/// `writer`, then `flush_lock` or `compaction_lock` (without background
+/// threads a writer flushes and compacts itself), then `state`;
+/// `snapshots` and `value_leaves` are taken last, holding nothing else
+/// while held.
 #[derive(Debug)]
-pub(crate) struct Inner {
-    pub options: Options,
-    pub cache: Arc<BlockCache>,
-    /// Table files held open, under `max_open_files`.
-    pub files: Arc<OpenFiles>,
-    pub counters: Counters,
+struct Inner {
+    // Fixed at open.
+    options: Options,
+    /// What point-in-time WAL recovery dropped at open, if anything.
+    wal_recovery: Option<String>,
+    _lock: Box<dyn LockGuard>,
+
+    // What readers load without a lock.
+    /// Swapped atomically (under `state`), so a reader's load takes no
+    /// lock and (through [`Inner::pin`]) bumps no shared reference count.
+    current: ArcSwap<SuperVersion>,
     /// Sequence number of the newest write readers may see.
-    pub visible_seq: AtomicU64,
-    /// Swapped atomically, so a reader's load takes no lock and (through
-    /// [`Inner::pin`]) bumps no shared reference count.
-    pub current: ArcSwap<SuperVersion>,
-    pub writer: Mutex<Writer>,
-    pub state: Mutex<State>,
-    /// Signalled whenever `state` or `current` changes.
-    pub changed: Condvar,
-    /// Counts installs of `current`, so sleepers can tell a change happened.
-    pub generation: AtomicU64,
-    /// Live snapshots: sequence number -> how many handles.
-    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    visible_seq: AtomicU64,
+    /// The live value indexes; replaced under `state`.
+    indexes: ArcSwap<Vec<IndexRecord>>,
+    cache: Arc<BlockCache>,
+    /// Table files held open, under `max_open_files`.
+    files: Arc<OpenFiles>,
+
+    // Locks.
+    writer: Mutex<Writer>,
+    state: Mutex<State>,
     /// Held while a compaction runs: one at a time keeps levels consistent.
-    pub compaction_lock: Mutex<()>,
+    compaction_lock: Mutex<()>,
     /// Held while a memtable is flushed, so no memtable is flushed twice.
-    pub flush_lock: Mutex<()>,
+    flush_lock: Mutex<()>,
+    /// Live snapshots: sequence number -> how many handles.
+    snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+
+    // Signals between the handle and the background threads.
+    /// Signalled whenever `state` or `current` changes.
+    changed: Condvar,
+    /// Counts installs of `current`, so sleepers can tell a change happened.
+    generation: AtomicU64,
     /// Set with `State::background_error`; lets writers check it without
     /// taking the state lock.
-    pub failed: AtomicBool,
-    /// The live value indexes; replaced under `state`.
-    pub indexes: ArcSwap<Vec<IndexRecord>>,
+    failed: AtomicBool,
+
+    // Search by value.
     /// Search structures over the value indexes' leaves.
-    pub value_leaves: Mutex<crate::db::value::IndexLeaves>,
-    /// Transaction statistics.
-    pub txn_counters: crate::txn::TxnCounters,
-    /// What point-in-time WAL recovery dropped at open, if anything.
-    pub wal_recovery: Option<String>,
-    _lock: Box<dyn LockGuard>,
+    value_leaves: Mutex<crate::db::value::IndexLeaves>,
+
+    // Statistics, always on.
+    counters: Counters,
+    txn_counters: crate::txn::TxnCounters,
 }
 
 /// Locks a mutex; a thread that panicked while holding it cannot have left
 /// the guarded state half-updated in a way readers rely on (every update is
 /// a single assignment), so the poison is ignored.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Inner {
     /// The memtables and version readers should use now.
-    pub(crate) fn current(&self) -> Arc<SuperVersion> {
+    fn current(&self) -> Arc<SuperVersion> {
         self.current.load_full()
     }
 
@@ -164,30 +187,30 @@ impl Inner {
     /// borrow: cheaper than [`Inner::current`], and it keeps them alive
     /// just the same while held (hold it briefly: `arc_swap` keeps a few
     /// such loads per thread without touching the reference count).
-    pub(crate) fn pin(&self) -> Guard<Arc<SuperVersion>> {
+    fn pin(&self) -> Guard<Arc<SuperVersion>> {
         self.current.load()
     }
 
     /// Replaces what readers see. Callers hold `state`, which orders
     /// installs and lets background threads wait for them without missing one.
-    pub(crate) fn install(&self, next: SuperVersion) {
+    fn install(&self, next: SuperVersion) {
         self.current.store(Arc::new(next));
         self.generation.fetch_add(1, Ordering::Release);
         self.changed.notify_all();
     }
 
     /// How many times `current` has been replaced.
-    pub(crate) fn generation(&self) -> u64 {
+    fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
     /// The newest sequence number readers may see.
-    pub(crate) fn visible_seq(&self) -> SeqNo {
+    fn visible_seq(&self) -> SeqNo {
         self.visible_seq.load(Ordering::Acquire)
     }
 
     /// Path of a file of this database.
-    pub(crate) fn file(&self, name: &str) -> PathBuf {
+    fn file(&self, name: &str) -> PathBuf {
         self.options.path.join(name)
     }
 
@@ -195,7 +218,7 @@ impl Inner {
     /// produces; the caller installs it. Every version change goes through
     /// here: nothing is logged after a failure, and a failed manifest write
     /// fails the database.
-    pub(crate) fn log_and_apply(
+    fn log_and_apply(
         &self,
         state: &mut State,
         edit: VersionEdit,
@@ -221,7 +244,7 @@ impl Inner {
 
     /// Fails if background work has failed (writes are refused after that)
     /// or the database was closed.
-    pub(crate) fn check_background_error(state: &State) -> Result<()> {
+    fn check_background_error(state: &State) -> Result<()> {
         if state.shutting_down {
             return Err(Error::Closed);
         }

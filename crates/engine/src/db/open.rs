@@ -28,7 +28,7 @@ use super::counters::Counters;
 use super::{Db, Inner, State, SuperVersion, Writer, background, wal_replay};
 
 /// The manifest's record of the compaction style a database was created with.
-pub(crate) fn style_tag(style: &CompactionStyle) -> u8 {
+pub(super) fn style_tag(style: &CompactionStyle) -> u8 {
     match style {
         CompactionStyle::Leveled { .. } => 0,
         CompactionStyle::Tiered { .. } => 1,

@@ -18,10 +18,10 @@ use super::run_iter::{RunIter, ScanFiltering};
 use super::{Inner, SuperVersion};
 
 /// User-key bounds owned by an iterator.
-pub(crate) type Bounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(super) type Bounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// Copies the caller's range into owned bounds.
-pub(crate) fn owned_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> Bounds {
+pub(super) fn owned_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> Bounds {
     let own = |bound: Bound<&K>| match bound {
         Bound::Included(key) => Bound::Included(key.as_ref().to_vec()),
         Bound::Excluded(key) => Bound::Excluded(key.as_ref().to_vec()),
@@ -35,13 +35,13 @@ impl Inner {
     ///
     /// The key is hashed once, here; the same [`KeyHash`] is handed to the
     /// filter of every table the lookup meets.
-    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+    pub(super) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
         self.get_with(key, None, Some(seq))
     }
 
     /// [`Inner::get_at`] for a caller that already hashed `key` (a
     /// transaction, which probes its own sets with the same hash).
-    pub(crate) fn get_hashed(
+    pub(super) fn get_hashed(
         &self,
         key: &[u8],
         hash: KeyHash,
@@ -54,7 +54,7 @@ impl Inner {
     /// sequence number is read: a compaction that finishes in between
     /// keeps, in the pinned version, every version a later sequence number
     /// sees (reading the number first could lose the one it must see).
-    pub(crate) fn get_latest(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub(super) fn get_latest(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_with(key, None, None)
     }
 
@@ -99,7 +99,7 @@ impl Inner {
     /// remaining key finds its table and prefetches its filter line before
     /// any filter is probed, so the cache misses overlap; the survivors are
     /// looked up in key order, reading each data block once.
-    pub(crate) fn multi_get_latest(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+    pub(super) fn multi_get_latest(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         if let Some(long) = keys.iter().find(|k| k.len() > MAX_KEY_LEN) {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes is over the limit of {MAX_KEY_LEN}",
@@ -236,14 +236,14 @@ impl Inner {
     }
 
     /// An iterator over the user keys within `bounds` as of `seq`.
-    pub(crate) fn iter(&self, bounds: Bounds, seq: SeqNo) -> DbIter {
+    pub(super) fn iter(&self, bounds: Bounds, seq: SeqNo) -> DbIter {
         let filtering = self.scan_filtering(&bounds);
         Self::iter_filtered(&self.current(), bounds, seq, filtering)
     }
 
     /// An iterator over the user keys within `bounds` as of the newest
     /// write, read once the version is pinned (see [`Inner::get_latest`]).
-    pub(crate) fn iter_latest(&self, bounds: Bounds) -> DbIter {
+    pub(super) fn iter_latest(&self, bounds: Bounds) -> DbIter {
         let filtering = self.scan_filtering(&bounds);
         let current = self.current();
         Self::iter_filtered(&current, bounds, self.visible_seq(), filtering)
@@ -251,7 +251,7 @@ impl Inner {
 
     /// [`Inner::iter`] over the memtables and version of `current`, reading
     /// every table the bounds overlap (for whole-store passes).
-    pub(crate) fn iter_in(current: &SuperVersion, bounds: Bounds, seq: SeqNo) -> DbIter {
+    pub(super) fn iter_in(current: &SuperVersion, bounds: Bounds, seq: SeqNo) -> DbIter {
         Self::iter_filtered(current, bounds, seq, None)
     }
 

@@ -22,7 +22,7 @@ const FRONT_SKIPS: u8 = 8;
 
 /// What a scan asks the scan filters, and where it counts the answers.
 #[derive(Debug)]
-pub(crate) struct ScanFiltering {
+pub(super) struct ScanFiltering {
     pub probe: ScanProbe,
     /// Whether a run's front may be skipped on its range filters.
     pub skips: bool,

@@ -107,7 +107,7 @@ impl Drop for Snapshot {
 impl Inner {
     /// The oldest sequence number any reader may still ask for: versions
     /// shadowed at or below it by a newer version are garbage.
-    pub(crate) fn oldest_snapshot(&self) -> SeqNo {
+    pub(super) fn oldest_snapshot(&self) -> SeqNo {
         let snapshots = lock(&self.snapshots);
         snapshots
             .keys()

@@ -108,7 +108,7 @@ impl Stats {
 }
 
 /// Reads the counters and describes `version`.
-pub(crate) fn snapshot(counters: &Counters, version: &Version) -> Stats {
+pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
     let levels: Vec<LevelStats> = version
         .levels
         .iter()

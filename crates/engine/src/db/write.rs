@@ -26,7 +26,7 @@ const KEPT_BATCH_BYTES: usize = 64 << 10;
 
 impl Inner {
     /// Logs and applies `batch` atomically.
-    pub(crate) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
+    pub(super) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
         batch.validate()?;
         if batch.is_empty() {
             return Ok(());
@@ -40,7 +40,7 @@ impl Inner {
     /// Logs and applies one operation (a value, or a tombstone when
     /// `value` is `None`) as a one-operation batch, built in a buffer the
     /// writer keeps: no allocation per write.
-    pub(crate) fn write_one(
+    pub(super) fn write_one(
         &self,
         key: &[u8],
         value: Option<&[u8]>,
@@ -109,7 +109,7 @@ impl Inner {
     /// Makes the WAL durable as `mode` asks. A failure fails the
     /// database: after a failed `fsync` the kernel may have dropped the
     /// dirty pages, and a later `fsync` could report success for them.
-    pub(crate) fn persist(&self, mode: PersistMode) -> Result<()> {
+    pub(super) fn persist(&self, mode: PersistMode) -> Result<()> {
         let mut writer = lock(&self.writer);
         if self.failed.load(Ordering::Acquire) {
             Self::check_background_error(&lock(&self.state))?;
@@ -126,12 +126,12 @@ impl Inner {
 
     /// Records a failure of background work, of the WAL or of the
     /// manifest: from now on writes and version changes are refused.
-    pub(crate) fn fail(&self, err: &Error) {
+    pub(super) fn fail(&self, err: &Error) {
         self.fail_locked(&mut lock(&self.state), err);
     }
 
     /// [`Inner::fail`] for a caller holding `state`.
-    pub(crate) fn fail_locked(&self, state: &mut State, err: &Error) {
+    pub(super) fn fail_locked(&self, state: &mut State, err: &Error) {
         if state.background_error.is_none() {
             state.background_error = Some(err.to_string());
         }
@@ -187,7 +187,7 @@ impl Inner {
     }
 
     /// Freezes the active memtable and starts a new one with a new WAL.
-    pub(crate) fn rotate(&self, writer: &mut Writer) -> Result<()> {
+    pub(super) fn rotate(&self, writer: &mut Writer) -> Result<()> {
         let mut state = lock(&self.state);
         // The old WAL is synced before the new one exists: a power cut must
         // not keep synced writes of the new WAL while losing unsynced ones

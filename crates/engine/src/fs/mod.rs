@@ -1,11 +1,17 @@
 //! The file layer: every byte `siftdb` reads or writes goes through a
 //! [`FileSystem`], so tests can swap in one that loses what was not synced
-//! ([`FaultInjectionFs`]) and check what survives a simulated power cut.
+//! (`FaultInjectionFs`) and check what survives a simulated power cut.
+//!
+//! `FaultInjectionFs` is a test tool, not part of the API: it is compiled
+//! for this crate's own tests and with the `fuzzing` feature, which the
+//! integration tests (through a dev-dependency on this crate) and `fuzz/`
+//! turn on.
 //!
 //! The contract mirrors POSIX: data appended to a file is durable once
 //! [`WritableFile::sync`] returns; a created, renamed or removed *name* is
 //! durable once [`FileSystem::sync_dir`] on its directory returns.
 
+#[cfg(any(test, feature = "fuzzing"))]
 mod fault;
 mod std_fs;
 
@@ -14,6 +20,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
+#[cfg(any(test, feature = "fuzzing"))]
 pub use fault::{FaultInjectionFs, FaultOp, SyncHook, SyncPoint};
 pub use std_fs::StdFs;
 

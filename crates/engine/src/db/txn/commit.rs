@@ -43,13 +43,13 @@ impl Db {
 
 impl Inner {
     /// The transaction counters.
-    pub(crate) fn txn_counters(&self) -> &TxnCounters {
+    pub(super) fn txn_counters(&self) -> &TxnCounters {
         &self.txn_counters
     }
 
     /// Unregisters a transaction that read at `snapshot` and ends without
     /// writing.
-    pub(crate) fn end_txn(&self, snapshot: SeqNo) {
+    pub(super) fn end_txn(&self, snapshot: SeqNo) {
         let pruned = lock(&self.writer).txns.end(snapshot);
         // Freed after the lock is released: writers do not wait for it.
         drop(pruned);
@@ -60,7 +60,7 @@ impl Inner {
     /// sorted, with their hashes) for the transactions still active. The
     /// transaction is unregistered whatever the outcome. Returns the
     /// sequence number of its last write.
-    pub(crate) fn commit_txn<V>(
+    pub(super) fn commit_txn<V>(
         &self,
         footprint: &Footprint<'_, V>,
         batch: &WriteBatch,
@@ -91,7 +91,7 @@ impl Inner {
 
     /// After a plain write (not a transaction's) of `batch`: records its
     /// keys if a transaction is active, so that it conflicts with them.
-    pub(crate) fn record_plain_write(&self, writer: &mut Writer, batch: &WriteBatch) {
+    pub(in crate::db) fn record_plain_write(&self, writer: &mut Writer, batch: &WriteBatch) {
         if !writer.txns.any_active() {
             return;
         }

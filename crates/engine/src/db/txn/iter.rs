@@ -70,7 +70,7 @@ enum Pick {
 }
 
 impl<'a> TxnIter<'a> {
-    pub(crate) fn new(
+    pub(super) fn new(
         snapshot: DbIter,
         own: Box<dyn DoubleEndedIterator<Item = Own<'a>> + 'a>,
     ) -> Self {

@@ -60,7 +60,7 @@ pub struct Transaction {
 
 impl Transaction {
     /// A transaction reading at `snapshot`, already registered as active.
-    pub(crate) fn new(inner: Arc<Inner>, snapshot: Snapshot, precheck: bool, limit: usize) -> Self {
+    pub(super) fn new(inner: Arc<Inner>, snapshot: Snapshot, precheck: bool, limit: usize) -> Self {
         Self {
             inner,
             snapshot,

@@ -17,7 +17,7 @@ use crate::version::{LiveTable, Version};
 impl Inner {
     /// Rewrites one table that lacks the leaf of a live index; `false`
     /// when every table has every leaf (or there is no index).
-    pub(crate) fn backfill_once(&self) -> Result<bool> {
+    pub(in crate::db) fn backfill_once(&self) -> Result<bool> {
         let _one_at_a_time = lock(&self.compaction_lock);
         let indexes = self.indexes.load_full();
         let version = Arc::clone(&self.current().version);

@@ -72,7 +72,7 @@ fn timed<T>(mut f: impl FnMut() -> T) -> (f64, T) {
 /// The costs of searching `record` in `current`, measured now; assumed
 /// figures ([`Costs::ASSUMED`]) stand for what cannot be measured (no
 /// table, no leaf).
-pub(crate) fn measure(
+pub(super) fn measure(
     current: &SuperVersion,
     record: &IndexRecord,
     state: &IndexState,

@@ -30,7 +30,7 @@ fn expected_table_values(options: &Options, version: &Version) -> u64 {
 /// another definition, or a stored custom index that is not declared, is
 /// [`Error::InvalidArgument`]. New declared indexes get ids from
 /// `next_file_number`, which is advanced past them.
-pub(crate) fn resolve(
+pub(in crate::db) fn resolve(
     options: &Options,
     version: &Version,
     stored: Vec<IndexRecord>,
@@ -82,7 +82,7 @@ pub(crate) fn resolve(
 }
 
 /// Every table of `version` with its leaf of `index`.
-pub(crate) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTable>, ValueLeaf)> {
+pub(super) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTable>, ValueLeaf)> {
     version
         .tables()
         .map(|t| (Arc::clone(t), t.table.value_filter(index.id)))
@@ -91,12 +91,12 @@ pub(crate) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTab
 
 impl Inner {
     /// The live value indexes (their definitions and leaf shapes).
-    pub(crate) fn indexes(&self) -> Arc<Vec<IndexRecord>> {
+    pub(super) fn indexes(&self) -> Arc<Vec<IndexRecord>> {
         self.indexes.load_full()
     }
 
     /// The live index called `name`.
-    pub(crate) fn index_named(&self, name: &str) -> Option<IndexRecord> {
+    pub(super) fn index_named(&self, name: &str) -> Option<IndexRecord> {
         self.indexes.load().iter().find(|i| i.name == name).cloned()
     }
 

@@ -30,7 +30,7 @@ use crate::version::Version;
 /// Hierarchy order used when the builder names none: a fan-out of 8 keeps
 /// the tree shallow (3 levels over 500 tables) while an inner node's OR
 /// covers few enough leaves to prune.
-pub(crate) const DEFAULT_ORDER: usize = 8;
+pub(in crate::db) const DEFAULT_ORDER: usize = 8;
 
 /// Absent values each leaf is probed with when it joins: 1,024 probes at a
 /// 1% rate give about 10 false positives per leaf, and the rates of all
@@ -63,7 +63,7 @@ fn class_of(shape: BloomShape) -> Class {
 
 /// What is known of one readable leaf.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct LeafInfo {
+pub(super) struct LeafInfo {
     /// Its shape (its class).
     pub shape: BloomShape,
     /// Sampled absent values it answered "maybe" for, of [`FPR_SAMPLE`].
@@ -72,7 +72,7 @@ pub(crate) struct LeafInfo {
 
 /// One index's search structures.
 #[derive(Debug)]
-pub(crate) struct IndexState {
+pub(super) struct IndexState {
     /// The definition the structures were built for.
     record: IndexRecord,
     order: usize,
@@ -114,12 +114,12 @@ impl IndexState {
     }
 
     /// Number of size classes.
-    pub(crate) fn classes(&self) -> usize {
+    pub(super) fn classes(&self) -> usize {
         self.classes.len()
     }
 
     /// Each class's profile, recomputed only after the leaves changed.
-    pub(crate) fn profiles(&mut self) -> &[Profile] {
+    pub(super) fn profiles(&mut self) -> &[Profile] {
         let classes = &self.classes;
         self.profiles
             .get_or_insert_with(|| classes.values().map(ValueIndex::profile).collect())
@@ -129,7 +129,7 @@ impl IndexState {
     /// each class by `method` (or, with `None`, by the method the
     /// planner finds cheapest for that class under `model`), sorted.
     /// Adds the work to `stats`.
-    pub(crate) fn search(
+    pub(super) fn search(
         &mut self,
         method: Option<Method>,
         model: &CostModel,
@@ -158,7 +158,7 @@ impl IndexState {
     }
 
     /// Each class: its leaves, by table.
-    pub(crate) fn class_indexes(&self) -> impl Iterator<Item = &ValueIndex> {
+    pub(super) fn class_indexes(&self) -> impl Iterator<Item = &ValueIndex> {
         self.classes.values()
     }
 
@@ -212,7 +212,7 @@ impl IndexState {
 
     /// Measured leaf false-positive rate over the sampled absent values,
     /// and the number of probes it rests on.
-    pub(crate) fn measured_fpr(&self) -> (f64, u64) {
+    pub(super) fn measured_fpr(&self) -> (f64, u64) {
         let probes = (self.indexed.len() * FPR_SAMPLE) as u64;
         let positives: u64 = self
             .indexed
@@ -234,14 +234,14 @@ fn internal(record: &IndexRecord, e: sift_value_index::Error) -> Error {
 
 /// The search structures of every value index.
 #[derive(Debug)]
-pub(crate) struct IndexLeaves {
+pub(in crate::db) struct IndexLeaves {
     order: usize,
     states: BTreeMap<u64, IndexState>,
 }
 
 impl IndexLeaves {
     /// No index yet; hierarchies get fan-out `order`.
-    pub(crate) fn new(order: usize) -> Self {
+    pub(in crate::db) fn new(order: usize) -> Self {
         Self {
             order,
             states: BTreeMap::new(),
@@ -249,18 +249,18 @@ impl IndexLeaves {
     }
 
     /// Forgets the structures of indexes not in `live` (dropped ones).
-    pub(crate) fn retain(&mut self, live: &[IndexRecord]) {
+    pub(super) fn retain(&mut self, live: &[IndexRecord]) {
         self.states.retain(|id, _| live.iter().any(|r| r.id == *id));
     }
 
     /// How many indexes have search structures.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.states.len()
     }
 
     /// Brings `record`'s structures in step with `version` and returns them.
-    pub(crate) fn sync(
+    pub(super) fn sync(
         &mut self,
         version: &Arc<Version>,
         record: &IndexRecord,

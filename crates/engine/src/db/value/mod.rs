@@ -23,9 +23,9 @@ mod leaves;
 mod plan;
 mod stats;
 
-pub(crate) use catalog::resolve;
+pub(in crate::db) use catalog::resolve;
 pub use find::{Find, FindKeys, FindStats};
-pub(crate) use leaves::{DEFAULT_ORDER, IndexLeaves};
+pub(in crate::db) use leaves::{DEFAULT_ORDER, IndexLeaves};
 pub use stats::IndexStats;
 
 /// What [`Db::indexes`](crate::Db::indexes) reports about one index.

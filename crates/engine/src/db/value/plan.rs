@@ -21,7 +21,7 @@ use sift_value_index::planner::CostModel;
 
 /// Measured costs of one index's searches, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Costs {
+pub(super) struct Costs {
     /// Reading one data block from its file (through the OS cache) and
     /// checking it.
     pub block_ns: f64,
@@ -39,7 +39,7 @@ impl Costs {
     /// Costs assumed before a measurement (an index without tables to
     /// sample): figures of the development machine, 2 shared cores
     /// (`sift-bench value-search`), with a JSON extractor.
-    pub(crate) const ASSUMED: Self = Self {
+    pub(super) const ASSUMED: Self = Self {
         block_ns: 3_000.0,
         entry_ns: 150.0,
         validate_ns: 400.0,
@@ -50,7 +50,7 @@ impl Costs {
 
 /// What a search would read, as the probes found it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Workload {
+pub(super) struct Workload {
     /// Data blocks the filters could not rule out.
     pub candidate_blocks: u64,
     /// Entries in them (estimated from their tables' mean per block).
@@ -68,7 +68,7 @@ pub(crate) struct Workload {
 
 /// The two estimates, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Estimate {
+pub(super) struct Estimate {
     /// Reading the candidate blocks and validating.
     pub filtered_ns: f64,
     /// Scanning the store.
@@ -77,13 +77,13 @@ pub(crate) struct Estimate {
 
 impl Estimate {
     /// Whether the scan is cheaper.
-    pub(crate) fn scan_wins(&self) -> bool {
+    pub(super) fn scan_wins(&self) -> bool {
         self.scan_ns < self.filtered_ns
     }
 }
 
 /// The estimates of both ways for `work` under `costs`.
-pub(crate) fn estimate(work: &Workload, costs: &Costs) -> Estimate {
+pub(super) fn estimate(work: &Workload, costs: &Costs) -> Estimate {
     let memtables = work.memtable_entries as f64;
     Estimate {
         filtered_ns: work.candidate_blocks as f64 * costs.block_ns

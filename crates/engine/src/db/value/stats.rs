@@ -50,7 +50,7 @@ impl Inner {
     /// The statistics of every live index over `version`. An index whose
     /// search structures cannot follow the version (an internal error that
     /// its next search reports) is left out.
-    pub(crate) fn index_stats(&self, version: &Arc<Version>) -> Vec<IndexStats> {
+    pub(in crate::db) fn index_stats(&self, version: &Arc<Version>) -> Vec<IndexStats> {
         let mut leaves = lock(&self.value_leaves);
         self.indexes()
             .iter()

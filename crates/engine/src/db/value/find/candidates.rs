@@ -16,7 +16,7 @@ use crate::version::LiveTable;
 
 /// A table a search reads, and which of its blocks.
 #[derive(Debug)]
-pub(crate) struct CandidateTable {
+pub(super) struct CandidateTable {
     pub table: Arc<LiveTable>,
     /// Where it is in the version: level, and run within the level.
     pub level: usize,
@@ -27,7 +27,7 @@ pub(crate) struct CandidateTable {
 
 /// What the probes found, tables in read order (level, then run).
 #[derive(Debug, Default)]
-pub(crate) struct Candidates {
+pub(super) struct Candidates {
     pub tables: Vec<CandidateTable>,
     /// Per candidate table, the results expected from it.
     expected: Vec<f64>,
@@ -40,7 +40,7 @@ pub(crate) struct Candidates {
 /// `model` when `None`), then the block filters of every positive table.
 /// Tables without a readable leaf are candidates, with every block their
 /// block filters (if readable) do not rule out.
-pub(crate) fn probe(
+pub(super) fn probe(
     current: &SuperVersion,
     record: &IndexRecord,
     state: &mut IndexState,
@@ -105,7 +105,7 @@ pub(crate) fn probe(
 
 impl Candidates {
     /// What reading the candidates would cost, beside scanning `current`.
-    pub(crate) fn workload(&self, current: &SuperVersion) -> Workload {
+    pub(super) fn workload(&self, current: &SuperVersion) -> Workload {
         let mut work = Workload {
             expected_results: self.expected.iter().sum(),
             total_blocks: self.store_blocks,

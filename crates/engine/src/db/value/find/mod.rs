@@ -22,8 +22,8 @@ mod candidates;
 mod read;
 mod validate;
 
-pub(crate) use read::{Hit, Source};
-pub(crate) use validate::shadowed;
+pub(in crate::db) use read::{Hit, Source};
+pub(in crate::db) use validate::shadowed;
 
 use sift_filter::KeyHash;
 use sift_value_index::{Method, ProbeStats};
@@ -159,7 +159,7 @@ impl Iterator for Find {
 pub struct FindKeys(Find);
 
 impl FindKeys {
-    pub(crate) fn new(find: Find) -> Self {
+    pub(in crate::db) fn new(find: Find) -> Self {
         Self(find)
     }
 
@@ -179,7 +179,7 @@ impl Iterator for FindKeys {
 }
 
 /// Whether `index`'s extractor yields `wanted` from `value`.
-pub(crate) fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> bool {
+pub(super) fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> bool {
     let mut found = false;
     index
         .extractor
@@ -190,7 +190,7 @@ pub(crate) fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> boo
 impl Inner {
     /// Keys whose value, by `index`, is `wanted`, as of `seq` (now, when
     /// `None`), found by `method` (the planner's choice, when `None`).
-    pub(crate) fn find_at(
+    pub(in crate::db) fn find_at(
         &self,
         index: &str,
         wanted: &[u8],

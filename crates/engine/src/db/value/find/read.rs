@@ -14,7 +14,7 @@ use crate::value_def::IndexRecord;
 /// visible at the snapshot within its source. Validation decides whether
 /// a newer source hides it.
 #[derive(Debug)]
-pub(crate) struct Hit {
+pub(in crate::db) struct Hit {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
     pub seq: SeqNo,
@@ -23,7 +23,7 @@ pub(crate) struct Hit {
 
 /// Where a [`Hit`] was found.
 #[derive(Debug)]
-pub(crate) enum Source {
+pub(in crate::db) enum Source {
     /// Memtable `i`: 0 is the active one, then the frozen ones newest first.
     Memtable(usize),
     /// A table of run `run` of level `level`.
@@ -37,7 +37,7 @@ pub(crate) enum Source {
 }
 
 /// The hits of the memtables and of the candidate blocks.
-pub(crate) fn candidates(
+pub(super) fn candidates(
     current: &SuperVersion,
     index: &IndexRecord,
     candidates: &Candidates,
@@ -127,7 +127,7 @@ fn memtables(
 
 /// Every key of the store whose newest version visible at `seq` has the
 /// value: one merged pass, no filter, nothing to validate.
-pub(crate) fn scan(
+pub(super) fn scan(
     current: &SuperVersion,
     index: &IndexRecord,
     wanted: &[u8],

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::key::{ParsedKey, SeqNo};
 
 /// The hits no newer version hides, as `(key, value)` in key order.
-pub(crate) fn newest(
+pub(super) fn newest(
     current: &SuperVersion,
     hits: Vec<Hit>,
     seq: SeqNo,
@@ -39,7 +39,7 @@ pub(crate) fn newest(
 
 /// Whether a source newer than `hit`'s holds a version of its key visible
 /// at `seq`. `scratch` is reused for the keys that lookups decode.
-pub(crate) fn shadowed(
+pub(in crate::db) fn shadowed(
     current: &SuperVersion,
     hit: &Hit,
     seq: SeqNo,
