@@ -120,8 +120,8 @@ struct State {
 /// Everything the handle and its background threads share. Lock order:
 /// `writer`, then `flush_lock` or `compaction_lock` (without background
 /// threads a writer flushes and compacts itself), then `state`;
-/// `snapshots` and `value_leaves` are taken last, holding nothing else
-/// while held.
+/// `snapshots` and the locks inside `value_leaves` are taken last: nothing
+/// else is locked while one is held.
 #[derive(Debug)]
 struct Inner {
     // Fixed at open.
@@ -162,8 +162,8 @@ struct Inner {
     failed: AtomicBool,
 
     // Search by value.
-    /// Search structures over the value indexes' leaves.
-    value_leaves: Mutex<crate::db::value::IndexLeaves>,
+    /// Search structures over the value indexes' leaves, locked per index.
+    value_leaves: crate::db::value::IndexLeaves,
 
     // Statistics, always on.
     counters: Counters,

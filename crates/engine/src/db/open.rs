@@ -259,9 +259,7 @@ impl Inner {
             flush_lock: Mutex::new(()),
             failed: AtomicBool::new(false),
             indexes: ArcSwap::from_pointee(recovered.indexes),
-            value_leaves: Mutex::new(crate::db::value::IndexLeaves::new(
-                options.value_index_order,
-            )),
+            value_leaves: crate::db::value::IndexLeaves::new(options.value_index_order),
             txn_counters: crate::txn::TxnCounters::default(),
             wal_recovery: recovered.wal_stopped,
             options,

@@ -20,6 +20,45 @@ use super::{Inner, SuperVersion};
 /// User-key bounds owned by an iterator.
 pub(super) type Bounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
+/// A point lookup: the key, its hash (computed once, shared by every
+/// filter), and the sequence number it reads at.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PointLookup<'a> {
+    pub key: &'a [u8],
+    pub hash: KeyHash,
+    pub seq: SeqNo,
+}
+
+/// Which runs a point lookup in the tables reads, newest first.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TableScope {
+    /// The run `(level, run)` the lookup ends at, and whether it reads
+    /// that run too; `None`: it reads every run.
+    pub last: Option<(usize, usize, bool)>,
+    /// Tables whose newest entry is not above this sequence number are
+    /// passed over: only a newer version than one already found matters.
+    pub newer_than: Option<SeqNo>,
+}
+
+impl TableScope {
+    /// Every run: a get.
+    pub(super) const ALL: Self = Self {
+        last: None,
+        newer_than: None,
+    };
+
+    /// Whether the lookup reads run `run` of `level`.
+    fn reads(&self, level: usize, run: usize) -> bool {
+        match self.last {
+            None => true,
+            Some((last_level, last_run, inclusive)) => {
+                (level, run) < (last_level, last_run)
+                    || (inclusive && (level, run) == (last_level, last_run))
+            }
+        }
+    }
+}
+
 /// Copies the caller's range into owned bounds.
 pub(super) fn owned_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> Bounds {
     let own = |bound: Bound<&K>| match bound {
@@ -87,7 +126,16 @@ impl Inner {
             let hash = hash.unwrap_or_else(|| KeyHash::of(key));
             counters.key_hashes.add(1);
             let mut blocks_read = 0;
-            let found = Self::get_from_tables(&current, key, hash, seq, counters, &mut blocks_read);
+            // Scratch for the keys the block seeks decode, shared by the tables.
+            let mut scratch = Vec::new();
+            let found = Self::get_from_tables(
+                &current,
+                PointLookup { key, hash, seq },
+                TableScope::ALL,
+                counters,
+                &mut blocks_read,
+                &mut scratch,
+            );
             counters.data_blocks_read.add(blocks_read);
             found
         })?;
@@ -207,26 +255,39 @@ impl Inner {
         Ok(())
     }
 
-    fn get_from_tables(
+    /// The newest version of `key` visible at `seq` in the tables of
+    /// `current` that `scope` names, newest run first, with the found
+    /// entry's internal key left in `scratch`. A get and the validation of
+    /// a search by value both go through here, so their key filter probes
+    /// are counted alike in `counters`.
+    pub(super) fn get_from_tables(
         current: &SuperVersion,
-        key: &[u8],
-        hash: KeyHash,
-        seq: SeqNo,
+        lookup: PointLookup<'_>,
+        scope: TableScope,
         counters: &Shard,
         blocks_read: &mut u64,
+        scratch: &mut Vec<u8>,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        // Scratch for the keys the block seeks decode, shared by the tables.
-        let mut scratch = Vec::new();
+        let PointLookup { key, hash, seq } = lookup;
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = counters.level(level);
-            for run in &tables.runs {
+            for (at, run) in tables.runs.iter().enumerate() {
+                if !scope.reads(level, at) {
+                    return Ok(None);
+                }
                 let Some(table) = run.table_for_at(key, seq) else {
                     continue;
                 };
+                if scope
+                    .newer_than
+                    .is_some_and(|newer| table.meta.max_seq <= newer)
+                {
+                    continue;
+                }
                 if !probe_filter(counters, table, key, hash) {
                     continue;
                 }
-                match table.table.lookup(key, seq, blocks_read, &mut scratch)? {
+                match table.table.lookup(key, seq, blocks_read, scratch)? {
                     Some(found) => return Ok(Some(found)),
                     None => counters.false_positives.add(1),
                 }

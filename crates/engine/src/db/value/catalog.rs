@@ -155,7 +155,7 @@ impl Inner {
         edit.apply_indexes(&mut next);
         let version = self.log_and_apply(state, edit, &Default::default())?;
         // A dropped index's search structures go with it.
-        lock(&self.value_leaves).retain(&next);
+        self.value_leaves.retain(&next);
         self.indexes.store(Arc::new(next));
         let now = self.current();
         self.install(SuperVersion {

@@ -150,7 +150,7 @@ fn dropped_indexes_are_gone_and_a_new_one_starts_over() {
     db.flush().unwrap();
     let old_id = db.indexes()[0].id;
     assert_eq!(db.find_keys("city", b"Paris").unwrap().count(), 0);
-    let states = || crate::db::lock(&db.inner.value_leaves).len();
+    let states = || db.inner.value_leaves.len();
     assert_eq!(states(), 1);
     db.drop_index("city").unwrap();
     assert!(db.indexes().is_empty());
@@ -268,4 +268,37 @@ fn the_background_thread_backfills() {
     db.wait_for_backfill().unwrap();
     let (_, indexed, missing, _) = coverage(&db).remove(0);
     assert!(indexed > 0 && missing == 0);
+}
+
+#[test]
+fn a_search_never_waits_for_another_index() {
+    let fs = FaultInjectionFs::new();
+    let db = Arc::new(
+        builder(&fs)
+            .value_index(city())
+            .value_index(words())
+            .open()
+            .unwrap(),
+    );
+    fill(&db, 0, 500);
+    db.flush().unwrap();
+    // Hold the city index's structures, as a long calibration would.
+    let city = db.inner.index_named("city").unwrap();
+    let held = db.inner.value_leaves.of(&city);
+    let guard = crate::db::lock(&held);
+    let (done, finished) = std::sync::mpsc::channel();
+    let searcher = Arc::clone(&db);
+    let thread = std::thread::spawn(move || {
+        let found = searcher.find_keys("words", "w7").map(Iterator::count);
+        let _ = done.send(found);
+    });
+    // A wait would hang until the guard drops: a minute is far beyond any
+    // search of 500 records on a loaded machine.
+    let found = finished.recv_timeout(std::time::Duration::from_secs(60));
+    drop(guard);
+    let found = found.expect("the search waited for the other index");
+    assert_eq!(found.unwrap(), 1);
+    thread.join().unwrap();
+    // The held index still answers once released.
+    assert_eq!(db.find_keys("city", "c7").unwrap().count(), 10);
 }

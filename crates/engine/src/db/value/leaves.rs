@@ -15,13 +15,14 @@
 //! reports.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use sift_filter::{BloomShape, Filter, KeyHash, StandardBloom};
 use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats, Profile, ValueIndex};
 
 use super::plan::Costs;
+use crate::db::lock;
 use crate::error::{Error, Result};
 use crate::sstable::ValueLeaf;
 use crate::value_def::IndexRecord;
@@ -232,11 +233,22 @@ fn internal(record: &IndexRecord, e: sift_value_index::Error) -> Error {
     Error::Background(format!("value index {}: {e}", record.name))
 }
 
-/// The search structures of every value index.
+/// The search structures of every value index, each behind its own lock:
+/// a search holds only its index's, so it never waits for another index's
+/// search or calibration (which reads blocks). The map's lock is held
+/// only to find an index's entry.
 #[derive(Debug)]
 pub(in crate::db) struct IndexLeaves {
     order: usize,
-    states: BTreeMap<u64, IndexState>,
+    states: Mutex<BTreeMap<u64, Shared>>,
+}
+
+/// One index's structures, with the definition they were built for kept
+/// outside their lock, so finding them never waits for a search.
+#[derive(Debug)]
+struct Shared {
+    record: IndexRecord,
+    state: Arc<Mutex<IndexState>>,
 }
 
 impl IndexLeaves {
@@ -244,66 +256,74 @@ impl IndexLeaves {
     pub(in crate::db) fn new(order: usize) -> Self {
         Self {
             order,
-            states: BTreeMap::new(),
+            states: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// Forgets the structures of indexes not in `live` (dropped ones).
-    pub(super) fn retain(&mut self, live: &[IndexRecord]) {
-        self.states.retain(|id, _| live.iter().any(|r| r.id == *id));
+    pub(super) fn retain(&self, live: &[IndexRecord]) {
+        lock(&self.states).retain(|id, _| live.iter().any(|r| r.id == *id));
     }
 
     /// How many indexes have search structures.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.states.len()
+        lock(&self.states).len()
     }
 
-    /// Brings `record`'s structures in step with `version` and returns them.
-    pub(super) fn sync(
-        &mut self,
-        version: &Arc<Version>,
-        record: &IndexRecord,
-    ) -> Result<&mut IndexState> {
-        let order = self.order;
-        let state = self
-            .states
-            .entry(record.id)
-            .or_insert_with(|| IndexState::new(record.clone(), order));
-        if state.record != *record {
-            *state = IndexState::new(record.clone(), order);
+    /// `record`'s structures (new ones if it has none, or if its
+    /// definition changed); lock them, then [`IndexState::sync`] them.
+    pub(super) fn of(&self, record: &IndexRecord) -> Arc<Mutex<IndexState>> {
+        let mut states = lock(&self.states);
+        let shared = states.entry(record.id).or_insert_with(|| Shared {
+            record: record.clone(),
+            state: Arc::new(Mutex::new(IndexState::new(record.clone(), self.order))),
+        });
+        if shared.record != *record {
+            *shared = Shared {
+                record: record.clone(),
+                state: Arc::new(Mutex::new(IndexState::new(record.clone(), self.order))),
+            };
         }
-        if std::ptr::eq(state.synced.as_ptr(), Arc::as_ptr(version)) {
-            return Ok(state);
+        Arc::clone(&shared.state)
+    }
+}
+
+impl IndexState {
+    /// Brings the structures in step with `version`.
+    pub(super) fn sync(&mut self, version: &Arc<Version>) -> Result<()> {
+        if std::ptr::eq(self.synced.as_ptr(), Arc::as_ptr(version)) {
+            return Ok(());
         }
+        let id = self.record.id;
         let live: BTreeMap<u64, _> = version.tables().map(|t| (t.meta.id, t)).collect();
-        let gone: Vec<u64> = state.tables().filter(|id| !live.contains_key(id)).collect();
+        let gone: Vec<u64> = self.tables().filter(|id| !live.contains_key(id)).collect();
         let mut changed = !gone.is_empty();
         for id in gone {
-            state.remove(id)?;
+            self.remove(id)?;
         }
-        for (&id, table) in &live {
-            if state.indexed.contains_key(&id) || state.unindexed.contains(&id) {
+        for (&table_id, table) in &live {
+            if self.indexed.contains_key(&table_id) || self.unindexed.contains(&table_id) {
                 continue;
             }
             changed = true;
-            match table.table.value_filter(record.id) {
-                ValueLeaf::Present(leaf) => state.insert(id, leaf)?,
+            match table.table.value_filter(id) {
+                ValueLeaf::Present(leaf) => self.insert(table_id, leaf)?,
                 ValueLeaf::Missing | ValueLeaf::Unreadable => {
-                    state.unindexed.insert(id);
+                    self.unindexed.insert(table_id);
                 }
             }
         }
         if changed {
-            state.profiles = None;
-            state.costs = None;
+            self.profiles = None;
+            self.costs = None;
         }
-        state.synced = Arc::downgrade(version);
-        state.store_blocks = live
+        self.synced = Arc::downgrade(version);
+        self.store_blocks = live
             .values()
             .map(|t| t.table.index().entries.len() as u64)
             .sum();
-        state.store_entries = live.values().map(|t| t.meta.entries).sum();
-        Ok(state)
+        self.store_entries = live.values().map(|t| t.meta.entries).sum();
+        Ok(())
     }
 }

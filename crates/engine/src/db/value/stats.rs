@@ -51,13 +51,14 @@ impl Inner {
     /// search structures cannot follow the version (an internal error that
     /// its next search reports) is left out.
     pub(in crate::db) fn index_stats(&self, version: &Arc<Version>) -> Vec<IndexStats> {
-        let mut leaves = lock(&self.value_leaves);
         self.indexes()
             .iter()
             .filter_map(|record| {
-                let state = leaves.sync(version, record).ok()?;
+                let state = self.value_leaves.of(record);
+                let mut state = lock(&state);
+                state.sync(version).ok()?;
                 let fpr = record.sizing.target_fpr();
-                Some(describe(version, record.id, &record.name, fpr, state))
+                Some(describe(version, record.id, &record.name, fpr, &state))
             })
             .collect()
     }

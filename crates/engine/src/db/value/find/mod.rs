@@ -233,7 +233,8 @@ impl Inner {
             Some(candidates) => {
                 let hits =
                     read::candidates(&current, &record, &candidates, wanted, seq, &mut stats)?;
-                validate::newest(&current, hits, seq, &mut stats)?
+                self.counters
+                    .with(|counters| validate::newest(&current, hits, seq, counters, &mut stats))?
             }
             None => {
                 stats.method = Method::Scan;
@@ -260,18 +261,29 @@ impl Inner {
         hash: KeyHash,
         stats: &mut FindStats,
     ) -> Result<(candidates::Candidates, Costs)> {
-        let mut leaves = lock(&self.value_leaves);
-        let state = leaves.sync(&current.version, record)?;
+        // Only this index's structures are locked: calibrating them reads
+        // blocks, and a search on another index does not wait for that.
+        let state = self.value_leaves.of(record);
+        let mut state = lock(&state);
+        state.sync(&current.version)?;
         let costs = match state.costs {
             Some(costs) => costs,
             None if method.is_some() => Costs::ASSUMED,
             None => {
-                let measured = calibrate::measure(current, record, state, seq);
+                let measured = calibrate::measure(current, record, &state, seq);
                 state.costs = Some(measured);
                 measured
             }
         };
-        let found = candidates::probe(current, record, state, method, &costs.probe, hash, stats);
+        let found = candidates::probe(
+            current,
+            record,
+            &mut state,
+            method,
+            &costs.probe,
+            hash,
+            stats,
+        );
         Ok((found, costs))
     }
 }

@@ -5,16 +5,19 @@
 //! In an LSM tree a key's newer versions are in newer sources: the
 //! memtables before the hit's one, and for a table hit every memtable and
 //! every run read before its own (shallower levels, newer runs of its
-//! level). Those are probed as a point lookup probes them (key range, key
-//! filter with one hash, then the block), skipping tables whose newest
-//! sequence number is not above the hit's. The hit's own table is asked
-//! only when the key's versions began in an earlier block.
+//! level). Those are read by the point lookup of `Db::get`
+//! (`Inner::get_from_tables`: key range, key filter with one hash, then
+//! the block, each filter probe counted), limited to those runs and to
+//! tables whose newest sequence number is above the hit's. The hit's own
+//! table is asked only when the key's versions began in an earlier block.
 
 use sift_filter::KeyHash;
 
 use super::FindStats;
 use super::read::{Hit, Source};
-use crate::db::SuperVersion;
+use crate::db::counters::Shard;
+use crate::db::read::{PointLookup, TableScope};
+use crate::db::{Inner, SuperVersion};
 use crate::error::Result;
 use crate::key::{ParsedKey, SeqNo};
 
@@ -23,13 +26,14 @@ pub(super) fn newest(
     current: &SuperVersion,
     hits: Vec<Hit>,
     seq: SeqNo,
+    counters: &Shard,
     stats: &mut FindStats,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut results = Vec::with_capacity(hits.len());
     let mut scratch = Vec::new();
     for hit in hits {
         stats.entries_validated += 1;
-        if !shadowed(current, &hit, seq, &mut scratch)? {
+        if !shadowed(current, &hit, seq, counters, &mut scratch)? {
             results.push((hit.key, hit.value));
         }
     }
@@ -38,11 +42,13 @@ pub(super) fn newest(
 }
 
 /// Whether a source newer than `hit`'s holds a version of its key visible
-/// at `seq`. `scratch` is reused for the keys that lookups decode.
+/// at `seq`, counting its filter probes in `counters`. `scratch` is
+/// reused for the keys that lookups decode.
 pub(in crate::db) fn shadowed(
     current: &SuperVersion,
     hit: &Hit,
     seq: SeqNo,
+    counters: &Shard,
     scratch: &mut Vec<u8>,
 ) -> Result<bool> {
     let memtables = std::iter::once(&current.active).chain(&current.immutables);
@@ -64,28 +70,19 @@ pub(in crate::db) fn shadowed(
     else {
         return Ok(false);
     };
-    let hash = KeyHash::of(&hit.key);
+    let lookup = PointLookup {
+        key: &hit.key,
+        hash: KeyHash::of(&hit.key),
+        seq,
+    };
+    // The runs read before the hit's own, and its own table when the key's
+    // versions began in an earlier block.
+    let scope = TableScope {
+        last: Some((level, run, check_own)),
+        newer_than: Some(hit.seq),
+    };
     let mut blocks_read = 0;
-    for (at_level, runs) in current.version.levels.iter().enumerate().take(level + 1) {
-        for (at_run, tables) in runs.runs.iter().enumerate() {
-            let own = (at_level, at_run) == (level, run);
-            if at_level == level && (at_run > run || (own && !check_own)) {
-                break;
-            }
-            let Some(table) = tables.table_for(&hit.key) else {
-                continue;
-            };
-            if table.meta.max_seq <= hit.seq || !table.table.may_contain_in_range(&hit.key, hash) {
-                continue;
-            }
-            let found = table
-                .table
-                .lookup(&hit.key, seq, &mut blocks_read, scratch)?
-                .is_some();
-            if found && ParsedKey::parse(scratch).is_some_and(|k| k.seq > hit.seq) {
-                return Ok(true);
-            }
-        }
-    }
-    Ok(false)
+    let found =
+        Inner::get_from_tables(current, lookup, scope, counters, &mut blocks_read, scratch)?;
+    Ok(found.is_some() && ParsedKey::parse(scratch).is_some_and(|k| k.seq > hit.seq))
 }
