@@ -101,6 +101,12 @@ impl Inner {
             seq += 1;
         }
         writer.last_seq = seq - 1;
+        debug_assert!(
+            writer.last_seq >= self.visible_seq(),
+            "sequence numbers went back: {} after {}",
+            writer.last_seq,
+            self.visible_seq()
+        );
         self.visible_seq.store(writer.last_seq, Ordering::Release);
         self.counters.with(|c| c.writes.add(1));
         Ok(())

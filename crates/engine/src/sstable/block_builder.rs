@@ -1,6 +1,9 @@
 //! Builds one data block: prefix-compressed entries, then the restart array.
 
+use std::cmp::Ordering;
+
 use crate::encoding::put_varint;
+use crate::key::cmp_internal;
 
 /// Accumulates sorted entries into the raw bytes of a data block.
 ///
@@ -37,6 +40,11 @@ impl BlockBuilder {
     /// previous one. Offsets are `u32`: the table builder closes blocks
     /// long before 4 GiB (see `MAX_BLOCK_BYTES` in `builder.rs`).
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        debug_assert!(
+            self.entries == 0 || cmp_internal(&self.last_key, key) == Ordering::Less,
+            "block entries out of order: {key:?} after {:?}",
+            self.last_key
+        );
         let shared = if self.entries == 0 || self.since_restart >= self.restart_interval {
             self.restarts.push(self.buf.len() as u32);
             self.since_restart = 0;

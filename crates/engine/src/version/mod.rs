@@ -99,6 +99,12 @@ pub(crate) struct Run {
 impl Run {
     /// A run of `tables`, sorted by key and disjoint.
     pub(crate) fn new(id: u64, tables: Vec<Arc<LiveTable>>) -> Self {
+        debug_assert!(
+            tables
+                .windows(2)
+                .all(|pair| pair[0].largest_user_key() < pair[1].smallest_user_key()),
+            "run {id}: tables not sorted, or their key ranges overlap"
+        );
         let (largest, smallest) =
             fence_ranges(&tables, |t| (t.smallest_user_key(), t.largest_user_key()));
         Self {
@@ -249,7 +255,32 @@ impl Version {
         {
             next.levels.pop();
         }
+        next.debug_check();
         Ok(next)
+    }
+
+    /// Debug builds check what readers of a version rely on: each table in
+    /// one place only, none whose file is scheduled for deletion, and runs
+    /// newest first (run ids are file numbers, so newer runs have larger
+    /// ids). A run checks its own tables (`Run::new`).
+    fn debug_check(&self) {
+        if cfg!(debug_assertions) {
+            let mut ids = std::collections::BTreeSet::new();
+            for table in self.tables() {
+                debug_assert!(ids.insert(table.meta.id), "table {} twice", table.meta.id);
+                debug_assert!(
+                    !table.obsolete.load(Ordering::Acquire),
+                    "table {} is in a new version after a compaction removed it",
+                    table.meta.id
+                );
+            }
+            for (at, level) in self.levels.iter().enumerate() {
+                debug_assert!(
+                    level.runs.windows(2).all(|pair| pair[0].id > pair[1].id),
+                    "level {at}: runs not newest first"
+                );
+            }
+        }
     }
 
     /// Every table, any order.

@@ -155,6 +155,12 @@ impl KeyFilterBuilder {
         let Some(prototype) = &self.prototype else {
             return;
         };
+        debug_assert!(
+            (self.pending.last().map(|(_, key)| key))
+                .or(self.partitions.last().map(|(_, key)| key))
+                .is_none_or(|previous| previous.as_slice() <= last_user_key),
+            "filter partition boundaries out of order at {last_user_key:?}"
+        );
         let open_from = if self.partitioned {
             0
         } else {

@@ -103,7 +103,16 @@ impl ScanFilterBuilder {
                     p.offsets.push((p.points.len(), common));
                 }
             }
-            p.points.push(range_point(user_key, p.common));
+            let point = range_point(user_key, p.common);
+            // Keys come sorted, so at one offset their points never fall.
+            debug_assert!(
+                p.offsets
+                    .last()
+                    .is_some_and(|&(from, _)| from == p.points.len())
+                    || p.points.last().is_none_or(|&last| last <= point),
+                "scan filter keys out of order: {user_key:?}"
+            );
+            p.points.push(point);
         }
     }
 
