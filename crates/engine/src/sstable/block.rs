@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn damaged_blocks_are_errors_at_every_byte() {
         let keys: Vec<Vec<u8>> = (0..20u32)
-            .map(|i| ikey(format!("key{i}").as_bytes(), 1))
+            .map(|i| ikey(format!("key{i:02}").as_bytes(), 1))
             .collect();
         let mut b = BlockBuilder::new(4);
         for k in &keys {
