@@ -249,10 +249,11 @@ fn validation_reads_newer_tables_through_the_counted_point_lookup() {
     assert_eq!(found.stats().entries_validated, 100, "{:?}", found.stats());
     assert_eq!(found.count(), 100);
     let after = db.stats();
-    // One key filter probe of the newer table per hit, counted as a get's
-    // probe is; a validation is not a get.
+    // One key filter probe of the newer table per hit whose key lies in
+    // its range (all but key000, below its smallest key key001), counted
+    // as a get's probe is; a validation is not a get.
     let probes = after.filter_probes - before.filter_probes;
-    assert!(probes >= 100, "{probes} probes counted");
+    assert!(probes >= 99, "{probes} probes counted");
     assert_eq!(after.gets, before.gets);
 }
 
