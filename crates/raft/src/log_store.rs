@@ -16,7 +16,7 @@ use openraft::{
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use siftdb::{Db, WriteBatch, WriteOptions};
+use siftdb::{Db, WalRecovery, WriteBatch, WriteOptions};
 
 use crate::codec::{decode, encode};
 use crate::keys;
@@ -34,10 +34,18 @@ pub struct LogStore {
 impl LogStore {
     /// Opens (or creates) the log in `dir`.
     ///
+    /// The log's WAL is recovered with absolute consistency: only a torn
+    /// last record (a change never acknowledged) is dropped. Damage before
+    /// it fails the open, because dropping the records after it would
+    /// forget synced votes and entries, and a node that forgot them could
+    /// vote twice in a term or lose a committed entry.
+    ///
     /// # Errors
-    /// What [`Db::open`] returns.
+    /// What [`Db::open`] returns; [`siftdb::Error::Corruption`] for a
+    /// damaged log.
     pub fn open(dir: &Path) -> StorageResult<Self> {
         let db = Db::builder(dir)
+            .wal_recovery(WalRecovery::AbsoluteConsistency)
             .open()
             .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Read, &e))?;
         Ok(Self { db: Arc::new(db) })
