@@ -21,7 +21,7 @@ use siftdb::Db;
 use crate::codec::decode;
 use crate::keys;
 use crate::log_store::io_error;
-use crate::state_machine::DataHandle;
+use crate::state_machine::{DataHandle, open_data};
 use crate::types::{NodeId, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
@@ -103,8 +103,11 @@ impl Snapshots {
     }
 
     /// Makes snapshot `n` (its tar file written and synced) the current
-    /// one, with `meta`, and deletes the one it replaces.
-    pub(crate) async fn save(&self, n: u64, meta: &Meta) -> StorageResult<()> {
+    /// one, with `meta`, and deletes the one it replaces; unless the
+    /// current one covers as much of the log or more (a build that
+    /// finished after an install of a newer snapshot): then `n` is deleted
+    /// and the current one stays. Returns the number current afterwards.
+    pub(crate) async fn save(&self, n: u64, meta: &Meta) -> StorageResult<u64> {
         let signature = Some(meta.signature());
         let fail = |e: &dyn std::error::Error| {
             io_error(
@@ -116,6 +119,13 @@ impl Snapshots {
         let json = serde_json::to_vec(meta).map_err(|e| fail(&e))?;
         let _saving = self.saving.lock().await;
         let previous = read_current(&self.dir).map_err(|e| fail(&e))?;
+        if let Some(current) = previous.filter(|&current| current != n) {
+            let current_meta = self.read_meta(current).map_err(|e| fail(&e))?;
+            if current_meta.last_log_id >= meta.last_log_id {
+                let _ = std::fs::remove_file(self.tar(n));
+                return Ok(current);
+            }
+        }
         write_synced(&self.meta(n), &json).map_err(|e| fail(&e))?;
         let temp = self.dir.join("CURRENT.tmp");
         write_synced(&temp, n.to_string().as_bytes()).map_err(|e| fail(&e))?;
@@ -125,7 +135,13 @@ impl Snapshots {
             let _ = std::fs::remove_file(self.tar(old));
             let _ = std::fs::remove_file(self.meta(old));
         }
-        Ok(())
+        Ok(n)
+    }
+
+    /// The metadata of snapshot `n`.
+    fn read_meta(&self, n: u64) -> std::io::Result<Meta> {
+        let json = std::fs::read(self.meta(n))?;
+        serde_json::from_slice(&json).map_err(std::io::Error::other)
     }
 
     /// The current snapshot, if there is one.
@@ -136,19 +152,32 @@ impl Snapshots {
         let Some(n) = read_current(&self.dir).map_err(|e| fail(&e))? else {
             return Ok(None);
         };
-        let json = std::fs::read(self.meta(n)).map_err(|e| fail(&e))?;
-        let meta: Meta = serde_json::from_slice(&json).map_err(|e| fail(&e))?;
+        self.open_snapshot(n).await.map(Some)
+    }
+
+    /// Snapshot `n`: its metadata and its file.
+    async fn open_snapshot(&self, n: u64) -> StorageResult<Snapshot<TypeConfig>> {
+        let fail =
+            |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
+        let meta = self.read_meta(n).map_err(|e| fail(&e))?;
         let file = tokio::fs::File::open(self.tar(n))
             .await
             .map_err(|e| fail(&e))?;
-        Ok(Some(Snapshot {
+        Ok(Snapshot {
             meta,
             snapshot: Box::new(file),
-        }))
+        })
     }
 
-    /// Checkpoints `db`, packs the copy, and makes it the current snapshot.
-    async fn build(self: &Arc<Self>, db: Arc<Db>) -> StorageResult<Snapshot<TypeConfig>> {
+    /// Checkpoints `db`, packs the copy, and makes it the current snapshot
+    /// (unless a newer one became current meanwhile: then that one is
+    /// returned). The copy is opened with `db`'s value indexes, `indexes`:
+    /// a custom extractor's function is needed to open it.
+    async fn build(
+        self: &Arc<Self>,
+        db: Arc<Db>,
+        indexes: Vec<siftdb::IndexDef>,
+    ) -> StorageResult<Snapshot<TypeConfig>> {
         let n = self.number();
         let (work, tar) = (self.dir.join(format!("build-{n}")), self.tar(n));
         let packed = tokio::task::spawn_blocking(move || -> Result<Applied, String> {
@@ -156,7 +185,7 @@ impl Snapshots {
             // What the copy holds, read from the copy: applies go on while
             // it is taken, so the live state machine may be ahead of it.
             let applied = {
-                let copy = Db::open(&work).map_err(|e| e.to_string())?;
+                let copy = open_data(&work, &indexes).map_err(|e| e.to_string())?;
                 read_applied(&copy)?
             };
             pack(&work, &tar).map_err(|e| e.to_string())?;
@@ -183,14 +212,8 @@ impl Snapshots {
             last_membership,
             snapshot_id,
         };
-        self.save(n, &meta).await?;
-        let file = tokio::fs::File::open(self.tar(n))
-            .await
-            .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, &e))?;
-        Ok(Snapshot {
-            meta,
-            snapshot: Box::new(file),
-        })
+        let current = self.save(n, &meta).await?;
+        self.open_snapshot(current).await
     }
 }
 
@@ -200,11 +223,15 @@ impl Snapshots {
 pub struct SnapshotBuilder {
     pub(crate) data: DataHandle,
     pub(crate) snapshots: Arc<Snapshots>,
+    /// The value indexes the state machine declares.
+    pub(crate) indexes: Vec<siftdb::IndexDef>,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
-        self.snapshots.build(self.data.db()).await
+        self.snapshots
+            .build(self.data.db(), self.indexes.clone())
+            .await
     }
 }
 
@@ -279,4 +306,58 @@ pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Syncs directory `dir`, so the names in it survive a crash.
 pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, LogId};
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    fn meta(index: u64) -> Meta {
+        Meta {
+            last_log_id: Some(LogId::new(CommittedLeaderId::new(1, 0), index)),
+            last_membership: StoredMembership::default(),
+            snapshot_id: format!("1-0-{index}"),
+        }
+    }
+
+    /// Writes a snapshot file and saves it with `meta(index)`.
+    async fn saved(snapshots: &Snapshots, index: u64) -> (u64, u64) {
+        let (n, mut file) = snapshots.receive().await.unwrap();
+        file.write_all(format!("covers {index}").as_bytes())
+            .await
+            .unwrap();
+        file.sync_all().await.unwrap();
+        (n, snapshots.save(n, &meta(index)).await.unwrap())
+    }
+
+    #[test]
+    fn a_build_that_finishes_after_a_newer_install_leaves_the_newer_current() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let snapshots = Snapshots::open(dir.path().to_path_buf()).unwrap();
+            // The build takes its number first, the install finishes first.
+            let (build, mut build_file) = snapshots.receive().await.unwrap();
+            let (installed, current) = saved(&snapshots, 10).await;
+            assert_eq!(current, installed);
+            build_file.write_all(b"covers 5").await.unwrap();
+            build_file.sync_all().await.unwrap();
+            assert_eq!(snapshots.save(build, &meta(5)).await.unwrap(), installed);
+            let current = snapshots.current().await.unwrap().unwrap();
+            assert_eq!(current.meta, meta(10));
+            assert!(snapshots.tar(installed).exists());
+            assert!(!snapshots.tar(build).exists());
+            // A newer one still replaces it.
+            let (newer, current) = saved(&snapshots, 12).await;
+            assert_eq!(current, newer);
+            assert!(!snapshots.tar(installed).exists());
+            assert_eq!(snapshots.current().await.unwrap().unwrap().meta, meta(12));
+        });
+    }
 }

@@ -175,7 +175,7 @@ impl StateMachine {
 }
 
 /// Opens a generation of the database, with the value indexes.
-fn open_data(dir: &Path, indexes: &[siftdb::IndexDef]) -> siftdb::Result<Db> {
+pub(crate) fn open_data(dir: &Path, indexes: &[siftdb::IndexDef]) -> siftdb::Result<Db> {
     let builder = indexes.iter().fold(Db::builder(dir), |builder, def| {
         builder.value_index(def.clone())
     });
@@ -260,6 +260,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         SnapshotBuilder {
             data: self.data.clone(),
             snapshots: Arc::clone(&self.snapshots),
+            indexes: self.indexes.clone(),
         }
     }
 
@@ -327,7 +328,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
-        self.snapshots.save(n, meta).await
+        self.snapshots.save(n, meta).await.map(drop)
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
