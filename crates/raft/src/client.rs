@@ -2,15 +2,18 @@
 //! writes and reads to the leader. Retries while the cluster has no leader
 //! (an election), up to a deadline.
 
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
 use crate::codec::{decode, encode};
-use crate::command::{Command, Op};
+use crate::command::{Command, Op, Outcome, Request, Session};
 use crate::types::NodeId;
 
 /// How long a request is retried by default: past an election.
@@ -23,12 +26,65 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
 /// Pause between retries.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
-/// A client of one node (`host:port`).
+/// A client of one node (`host:port`). Its writes carry a session, so a
+/// retried write is applied once and answers what the first attempt did
+/// (clones share the session, and may write concurrently).
 #[derive(Clone, Debug)]
 pub struct Client {
     http: reqwest::Client,
     addr: String,
     retry_for: Duration,
+    session: Arc<ClientSession>,
+}
+
+/// A client's session: its id, and the numbers of its requests.
+#[derive(Debug)]
+struct ClientSession {
+    id: u64,
+    numbers: Mutex<Numbers>,
+}
+
+#[derive(Debug)]
+struct Numbers {
+    next: u64,
+    /// Requests sent and not answered (nor given up on).
+    unanswered: BTreeSet<u64>,
+}
+
+impl ClientSession {
+    /// A session with a random id: 64 bits make two clients that pick the
+    /// same one unlikely enough (1 in 10^7 among a million sessions).
+    fn new() -> Self {
+        let mut hasher = RandomState::new().build_hasher();
+        SystemTime::now().hash(&mut hasher);
+        std::process::id().hash(&mut hasher);
+        Self {
+            id: hasher.finish(),
+            numbers: Mutex::new(Numbers {
+                next: 1,
+                unanswered: BTreeSet::new(),
+            }),
+        }
+    }
+
+    /// Numbers a new request.
+    fn begin(&self) -> Session {
+        let mut numbers = self.numbers.lock().unwrap_or_else(PoisonError::into_inner);
+        let seq = numbers.next;
+        numbers.next += 1;
+        numbers.unanswered.insert(seq);
+        Session {
+            id: self.id,
+            seq,
+            first_unanswered: numbers.unanswered.first().copied().unwrap_or(seq),
+        }
+    }
+
+    /// Request `seq` was answered, or given up on.
+    fn end(&self, seq: u64) {
+        let mut numbers = self.numbers.lock().unwrap_or_else(PoisonError::into_inner);
+        numbers.unanswered.remove(&seq);
+    }
 }
 
 impl Client {
@@ -38,6 +94,7 @@ impl Client {
             http: reqwest::Client::new(),
             addr: addr.into(),
             retry_for: RETRY_FOR,
+            session: Arc::new(ClientSession::new()),
         }
     }
 
@@ -108,13 +165,31 @@ impl Client {
     }
 
     /// Applies `command` through the leader; returns once it is committed
-    /// and applied. A retried write may apply twice (puts and deletes are
-    /// idempotent; a transaction then meets its own write as a conflict).
+    /// and applied. Every attempt carries the same request number of this
+    /// client's session, so the command is applied at most once, and a
+    /// retry answers what the first attempt did.
     ///
     /// # Errors
-    /// See [`ApiError`].
+    /// See [`ApiError`]; [`ApiError::Unavailable`] when the session expired
+    /// ([`Outcome::SessionExpired`]): then whether the command was applied
+    /// cannot be told.
     pub async fn write(&self, command: &Command) -> Result<Written, ApiError> {
-        self.call(api::WRITE, command).await
+        let request = Request {
+            session: Some(self.session.begin()),
+            command: command.clone(),
+        };
+        let written: Result<Written, ApiError> = self.call(api::WRITE, &request).await;
+        if let Some(session) = request.session {
+            self.session.end(session.seq);
+        }
+        let written = written?;
+        if written.outcome == Outcome::SessionExpired {
+            return Err(ApiError::Unavailable(format!(
+                "session {:x} expired: whether the write was applied is unknown",
+                self.session.id
+            )));
+        }
+        Ok(written)
     }
 
     /// Sets `key` to `value`.
@@ -241,5 +316,27 @@ impl Client {
     /// See [`ApiError`].
     pub async fn change_membership(&self, voters: &BTreeSet<NodeId>) -> Result<(), ApiError> {
         self.call(api::CHANGE_MEMBERSHIP, voters).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_numbered_and_carry_the_first_unanswered() {
+        let session = ClientSession::new();
+        let first = session.begin();
+        let second = session.begin();
+        assert_eq!((first.seq, first.first_unanswered), (1, 1));
+        assert_eq!((second.seq, second.first_unanswered), (2, 1));
+        session.end(1);
+        let third = session.begin();
+        assert_eq!((third.seq, third.first_unanswered), (3, 2));
+        session.end(2);
+        session.end(3);
+        assert_eq!(session.begin().first_unanswered, 4);
+        assert_eq!(first.id, third.id);
+        assert_ne!(ClientSession::new().id, session.id);
     }
 }

@@ -7,7 +7,7 @@ use openraft::{BasicNode, Entry, LogId, StoredMembership, Vote};
 
 use crate::api::{ApiError, Read, ReadAnswer, Written};
 use crate::codec::decode;
-use crate::command::Command;
+use crate::command::Request;
 use crate::snapshot::Meta;
 use crate::types::{NodeId, TypeConfig};
 
@@ -20,7 +20,7 @@ pub fn decode_everything(bytes: &[u8]) -> usize {
         decode::<Vote<NodeId>>(bytes).is_ok(),
         decode::<Option<LogId<NodeId>>>(bytes).is_ok(),
         decode::<StoredMembership<NodeId, BasicNode>>(bytes).is_ok(),
-        decode::<Command>(bytes).is_ok(),
+        decode::<Request>(bytes).is_ok(),
         decode::<AppendEntriesRequest<TypeConfig>>(bytes).is_ok(),
         decode::<VoteRequest<NodeId>>(bytes).is_ok(),
         decode::<InstallSnapshotRequest<TypeConfig>>(bytes).is_ok(),
@@ -36,15 +36,22 @@ pub fn decode_everything(bytes: &[u8]) -> usize {
 mod tests {
     use super::*;
     use crate::codec::encode;
-    use crate::command::Op;
+    use crate::command::{Command, Op, Session};
 
     #[test]
     fn what_a_node_writes_decodes_and_garbage_does_not_panic() {
-        let command = Command::Write(vec![Op::Put {
-            key: b"k".to_vec(),
-            value: b"v".to_vec(),
-        }]);
-        assert!(decode_everything(&encode(&command).unwrap()) >= 1);
+        let request = Request {
+            session: Some(Session {
+                id: 7,
+                seq: 2,
+                first_unanswered: 1,
+            }),
+            command: Command::Write(vec![Op::Put {
+                key: b"k".to_vec(),
+                value: b"v".to_vec(),
+            }]),
+        };
+        assert!(decode_everything(&encode(&request).unwrap()) >= 1);
         for bytes in [
             &b""[..],
             b"\xff",

@@ -11,6 +11,14 @@ pub(crate) const APPLIED: &[u8] = b"\x00applied";
 /// The state machine's last applied membership.
 pub(crate) const MEMBERSHIP: &[u8] = b"\x00membership";
 
+/// Prefix of the client sessions' records, followed by the big-endian id.
+pub(crate) const SESSION: &[u8] = b"\x00session:";
+
+/// The state machine's key of session `id`.
+pub(crate) fn session(id: u64) -> Vec<u8> {
+    [SESSION, &id.to_be_bytes()].concat()
+}
+
 /// Prefix of the log's entries, followed by the big-endian index.
 pub(crate) const ENTRY: u8 = b'e';
 /// The log's vote.

@@ -26,12 +26,15 @@ mod log_store;
 mod network;
 mod node;
 mod server;
+mod sessions;
 mod snapshot;
 mod state_machine;
 mod types;
 
 pub use client::Client;
-pub use command::{Check, Command, MAX_KEY_LEN, Op, Outcome};
+pub use command::{
+    Check, Command, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES, Session,
+};
 pub use log_store::LogStore;
 pub use network::Partition;
 pub use node::{Node, NodeOptions};

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
 use crate::codec::{decode, encode};
-use crate::command::Command;
+use crate::command::Request;
 use crate::network::{FROM, Network, Partition};
 use crate::state_machine::DataHandle;
 use crate::types::{NodeId, Raft};
@@ -165,12 +165,14 @@ impl Node {
         &self.shared.partition
     }
 
-    /// Proposes `command` and waits until it is committed and applied.
+    /// Proposes `request` (a [`Command`](crate::Command), or one with its
+    /// client's [`Session`](crate::Session)) and waits until it is committed
+    /// and applied.
     ///
     /// # Errors
     /// See [`ApiError`].
-    pub async fn write(&self, command: Command) -> Result<Written, ApiError> {
-        self.shared.write(command, true).await
+    pub async fn write(&self, request: impl Into<Request>) -> Result<Written, ApiError> {
+        self.shared.write(request.into(), true).await
     }
 
     /// Reads linearizably: on the leader, after confirming it still leads.
@@ -203,9 +205,9 @@ impl Node {
 impl Shared {
     /// [`Node::write`]; `forward`: whether a follower may pass it on to
     /// the leader.
-    pub(crate) async fn write(&self, command: Command, forward: bool) -> Result<Written, ApiError> {
-        command.validate().map_err(ApiError::Invalid)?;
-        let written = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.client_write(command.clone()))
+    pub(crate) async fn write(&self, request: Request, forward: bool) -> Result<Written, ApiError> {
+        request.command.validate().map_err(ApiError::Invalid)?;
+        let written = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.client_write(request.clone()))
             .await
             .map_err(|_| not_committed())?;
         match written {
@@ -215,7 +217,7 @@ impl Shared {
             }),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(to))) => {
                 let leader = leader(to.leader_id, to.leader_node.as_ref());
-                self.forward(api::WRITE, &command, leader, forward).await
+                self.forward(api::WRITE, &request, leader, forward).await
             }
             Err(e) => Err(ApiError::Unavailable(e.to_string())),
         }

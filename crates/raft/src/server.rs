@@ -101,8 +101,8 @@ async fn snapshot(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Byt
 
 async fn write(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let forward = !forwarded(&headers);
-    serve(&node, &headers, &body, async |c| {
-        node.write(c, forward).await
+    serve(&node, &headers, &body, async |request| {
+        node.write(request, forward).await
     })
     .await
 }

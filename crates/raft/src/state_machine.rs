@@ -23,9 +23,10 @@ use siftdb::{Db, WriteBatch};
 use tokio::io::AsyncSeekExt;
 
 use crate::codec::encode;
-use crate::command::{Command, Op, Outcome};
+use crate::command::{Command, Op, Outcome, Request};
 use crate::keys;
 use crate::log_store::io_error;
+use crate::sessions::{self, Verdict};
 use crate::snapshot::{
     self, Meta, SnapshotBuilder, Snapshots, read_applied, sync_dir, write_synced,
 };
@@ -191,6 +192,28 @@ fn set_generation(sm: &Path, generation: u64) -> std::io::Result<()> {
 }
 
 /// Adds `command`'s writes to `batch`, if its checks hold in `db`.
+/// Stages `request`, applied at log index `index`, in `batch`: its
+/// command's writes, unless its session shows it was applied already, and
+/// its session's record.
+fn stage_request(
+    db: &Db,
+    request: Request,
+    index: u64,
+    batch: &mut WriteBatch,
+) -> Result<Outcome, String> {
+    let Some(session) = request.session else {
+        return stage(db, request.command, batch).map_err(|e| e.to_string());
+    };
+    match sessions::check(db, session)? {
+        Verdict::Answer(outcome) => Ok(outcome),
+        Verdict::Apply(pending) => {
+            let outcome = stage(db, request.command, batch).map_err(|e| e.to_string())?;
+            sessions::record(pending, &outcome, index, batch)?;
+            Ok(outcome)
+        }
+    }
+}
+
 fn stage(db: &Db, command: Command, batch: &mut WriteBatch) -> siftdb::Result<Outcome> {
     if let Err(reason) = command.validate() {
         return Ok(Outcome::Rejected { reason });
@@ -238,8 +261,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let mut batch = WriteBatch::new();
             let outcome = match entry.payload {
                 EntryPayload::Blank => Outcome::Internal,
-                EntryPayload::Normal(command) => {
-                    stage(&db, command, &mut batch).map_err(|e| fail(&e))?
+                EntryPayload::Normal(request) => {
+                    stage_request(&db, request, entry.log_id.index, &mut batch)
+                        .map_err(|e| fail(&std::io::Error::other(e)))?
                 }
                 EntryPayload::Membership(membership) => {
                     let stored = StoredMembership::new(Some(entry.log_id), membership);
@@ -248,6 +272,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     Outcome::Internal
                 }
             };
+            sessions::sweep(&db, entry.log_id.index, &mut batch)
+                .map_err(|e| fail(&std::io::Error::other(e)))?;
             batch.insert(keys::APPLIED, encode(&entry.log_id).map_err(|e| fail(&e))?);
             db.write(&batch).map_err(|e| fail(&e))?;
             self.last_applied = Some(entry.log_id);

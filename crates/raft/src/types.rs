@@ -2,16 +2,16 @@
 
 use openraft::BasicNode;
 
-use crate::command::{Command, Outcome};
+use crate::command::{Outcome, Request};
 
 /// A node's id in the cluster.
 pub type NodeId = u64;
 
 openraft::declare_raft_types!(
-    /// Sift's Raft: [`Command`]s in, [`Outcome`]s out, nodes known by
+    /// Sift's Raft: [`Request`]s in, [`Outcome`]s out, nodes known by
     /// address, snapshots as files.
     pub TypeConfig:
-        D = Command,
+        D = Request,
         R = Outcome,
         NodeId = NodeId,
         Node = BasicNode,

@@ -36,7 +36,7 @@ fn a_state_machine_with_a_custom_index_builds_a_snapshot() {
         }]);
         sm.apply([Entry {
             log_id,
-            payload: EntryPayload::Normal(put),
+            payload: EntryPayload::Normal(put.into()),
         }])
         .await
         .unwrap();
