@@ -79,6 +79,11 @@ pub enum Command {
     /// Loads a demo data set and shows what Sift's filters do with it.
     Demo(crate::demo::DemoArgs),
     /// Runs a node of a replicated cluster (until interrupted).
+    ///
+    /// There is no authentication and no encryption: anyone who can reach
+    /// the listening address can read and write every key, change the
+    /// cluster's members, and act as a peer. Listen on a private network
+    /// or loopback only.
     Serve(ServeArgs),
     /// Forms a cluster, shows it, or changes its members (with --server).
     #[command(subcommand)]

@@ -291,6 +291,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
+        // A transfer that begins again (the leader restarted it) abandons
+        // the file of the one before: it goes now, not at the next open.
+        if let Some(abandoned) = self.receiving.take() {
+            let _ = std::fs::remove_file(self.snapshots.received(abandoned));
+        }
         let (n, file) = self.snapshots.receive().await?;
         self.receiving = Some(n);
         Ok(Box::new(file))

@@ -1,5 +1,6 @@
-//! A state machine with a custom value index snapshots: the copy a
-//! snapshot is packed from opens with the node's index definitions.
+//! Snapshots of a state machine: one with a custom value index builds (the
+//! copy a snapshot is packed from opens with the node's index
+//! definitions), and a transfer that begins again leaves no partial file.
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
@@ -44,4 +45,29 @@ fn a_state_machine_with_a_custom_index_builds_a_snapshot() {
         let snapshot = builder.build_snapshot().await.unwrap();
         assert_eq!(snapshot.meta.last_log_id, Some(log_id));
     });
+}
+
+#[test]
+fn a_restarted_transfer_leaves_no_partial_file_behind() {
+    let dir = TempDir::new().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tars = || {
+        std::fs::read_dir(dir.path().join("snapshots"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(".tar")
+            })
+            .count()
+    };
+    runtime.block_on(async {
+        let (_log, mut sm) = sift_raft::open_storage(dir.path(), &[]).await.unwrap();
+        for _ in 0..3 {
+            let _file = sm.begin_receiving_snapshot().await.unwrap();
+        }
+    });
+    assert_eq!(tars(), 1);
 }
