@@ -69,9 +69,24 @@ pub struct KeyValue {
 pub enum ReadAnswer {
     /// The value of a [`Read::Get`] (`None`: absent).
     Value(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
-    /// The entries of a [`Read::Scan`] or [`Read::Find`].
+    /// The entries of a [`Read::Find`].
     Entries(Vec<KeyValue>),
+    /// One page of a [`Read::Scan`]: entries in key order, at most
+    /// [`MAX_PAGE_BYTES`] of keys and values (and at least one entry when
+    /// the range holds any), and whether the range holds more after the
+    /// last one (ask again from just past it).
+    Page {
+        /// The entries.
+        entries: Vec<KeyValue>,
+        /// Whether entries follow the last one within the range.
+        more: bool,
+    },
 }
+
+/// Most bytes of keys and values in one scan answer: bounds what a node
+/// holds for a scan, forwarded or not, whatever the range. A client reads
+/// a larger range page by page ([`crate::Client::scan_pages`]).
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
 
 /// An acknowledged write: committed by a majority and applied.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -37,6 +37,48 @@ pub struct Client {
     session: Arc<ClientSession>,
 }
 
+/// A scan read page by page: [`Client::scan_pages`].
+#[derive(Debug)]
+pub struct ScanPages<'a> {
+    client: &'a Client,
+    /// Where the next page starts; `remaining == 0` once the range ended.
+    lower: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    remaining: usize,
+}
+
+impl ScanPages<'_> {
+    /// The next page, or `None` after the last.
+    ///
+    /// # Errors
+    /// See [`ApiError`].
+    pub async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>, ApiError> {
+        if self.remaining == 0 {
+            return Ok(None);
+        }
+        let read = Read::Scan {
+            lower: self.lower.clone(),
+            upper: self.upper.clone(),
+            limit: self.remaining,
+        };
+        let ReadAnswer::Page { entries, more } = self.client.call(api::READ, &read).await? else {
+            return Err(ApiError::Unavailable(
+                "a scan was answered otherwise".into(),
+            ));
+        };
+        self.remaining = self.remaining.saturating_sub(entries.len());
+        match entries.last() {
+            Some(last) if more => {
+                // The least key after the last one.
+                self.lower.clone_from(&last.key);
+                self.lower.push(0);
+            }
+            _ => self.remaining = 0,
+        }
+        Ok((!entries.is_empty()).then_some(entries))
+    }
+}
+
 /// A client's session: its id, and the numbers of its requests.
 #[derive(Debug)]
 struct ClientSession {
@@ -223,11 +265,12 @@ impl Client {
             .await?
         {
             ReadAnswer::Value(value) => Ok(value),
-            ReadAnswer::Entries(_) => Err(ApiError::Unavailable("a scan answered a get".into())),
+            _ => Err(ApiError::Unavailable("a get was answered otherwise".into())),
         }
     }
 
-    /// Up to `limit` entries in `[lower, upper)`, read linearizably.
+    /// Up to `limit` entries in `[lower, upper)`, in key order, all held
+    /// in memory: for a large range, [`Client::scan_pages`].
     ///
     /// # Errors
     /// See [`ApiError`].
@@ -237,12 +280,26 @@ impl Client {
         upper: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, ApiError> {
-        let read = Read::Scan {
+        let mut pages = self.scan_pages(lower, upper, limit);
+        let mut entries = Vec::new();
+        while let Some(page) = pages.next_page().await? {
+            entries.extend(page);
+        }
+        Ok(entries)
+    }
+
+    /// Up to `limit` entries in `[lower, upper)`, in key order, read page
+    /// by page (each at most [`api::MAX_PAGE_BYTES`]), so neither the
+    /// nodes nor this client hold more than a page. Each page is read
+    /// linearizably, on its own: writes between two pages show in the
+    /// later one.
+    pub fn scan_pages(&self, lower: &[u8], upper: Option<&[u8]>, limit: usize) -> ScanPages<'_> {
+        ScanPages {
+            client: self,
             lower: lower.to_vec(),
             upper: upper.map(<[u8]>::to_vec),
-            limit,
-        };
-        self.entries(&read).await
+            remaining: limit,
+        }
     }
 
     /// Up to `limit` entries whose value is `value` by value index
@@ -264,11 +321,13 @@ impl Client {
         self.entries(&read).await
     }
 
-    /// The entries `read` (a scan or a find) answers.
+    /// The entries `read` (a find) answers.
     async fn entries(&self, read: &Read) -> Result<Vec<KeyValue>, ApiError> {
         match self.call(api::READ, read).await? {
             ReadAnswer::Entries(entries) => Ok(entries),
-            ReadAnswer::Value(_) => Err(ApiError::Unavailable("a get answered a listing".into())),
+            _ => Err(ApiError::Unavailable(
+                "a find was answered otherwise".into(),
+            )),
         }
     }
 

@@ -31,7 +31,7 @@ mod snapshot;
 mod state_machine;
 mod types;
 
-pub use client::Client;
+pub use client::{Client, ScanPages};
 pub use command::{
     Check, Command, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES, Session,
 };

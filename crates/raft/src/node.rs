@@ -241,27 +241,36 @@ impl Shared {
             siftdb::Error::InvalidArgument(why) => ApiError::Invalid(why),
             e => ApiError::Unavailable(e.to_string()),
         };
-        let entries = match read {
-            Read::Get { key } => {
-                return Ok(ReadAnswer::Value(self.data.get(&key).map_err(failed)?));
-            }
+        let listed = |entries: Vec<(Vec<u8>, Vec<u8>)>| {
+            entries
+                .into_iter()
+                .map(|(key, value)| KeyValue { key, value })
+                .collect()
+        };
+        match read {
+            Read::Get { key } => Ok(ReadAnswer::Value(self.data.get(&key).map_err(failed)?)),
             Read::Scan {
                 lower,
                 upper,
                 limit,
-            } => self.data.scan(&lower, upper.as_deref(), limit),
+            } => {
+                let (entries, more) = self
+                    .data
+                    .scan_page(&lower, upper.as_deref(), limit, api::MAX_PAGE_BYTES)
+                    .map_err(failed)?;
+                Ok(ReadAnswer::Page {
+                    entries: listed(entries),
+                    more,
+                })
+            }
             Read::Find {
                 index,
                 value,
                 limit,
-            } => self.data.find(&index, &value, limit),
-        };
-        let entries = entries.map_err(failed)?.into_iter();
-        Ok(ReadAnswer::Entries(
-            entries
-                .map(|(key, value)| KeyValue { key, value })
-                .collect(),
-        ))
+            } => Ok(ReadAnswer::Entries(listed(
+                self.data.find(&index, &value, limit).map_err(failed)?,
+            ))),
+        }
     }
 
     /// Sends `request` to the leader's `path`, if known and `forward`.

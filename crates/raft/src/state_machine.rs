@@ -67,12 +67,7 @@ impl DataHandle {
     /// # Errors
     /// [`siftdb::Error::InvalidArgument`] if there is no such index; what
     /// the search reads.
-    pub fn find(
-        &self,
-        index: &str,
-        value: &[u8],
-        limit: usize,
-    ) -> siftdb::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub fn find(&self, index: &str, value: &[u8], limit: usize) -> siftdb::Result<Vec<Pair>> {
         let mut found = Vec::new();
         for item in self.db().find(index, value)? {
             let (mut key, value) = item?;
@@ -87,6 +82,36 @@ impl DataHandle {
         Ok(found)
     }
 
+    /// One page of user entries with keys in `[lower, upper)` (`upper`
+    /// `None`: to the end), in key order: up to `limit` entries and
+    /// `max_bytes` of keys and values, but at least one entry if the range
+    /// holds any; and whether the range holds more after them.
+    ///
+    /// # Errors
+    /// What the scan yields.
+    pub fn scan_page(
+        &self,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> siftdb::Result<(Vec<Pair>, bool)> {
+        let lower = keys::data(lower);
+        let upper = upper.map_or_else(|| vec![keys::DATA + 1], keys::data);
+        let mut entries = self.db().range(lower..upper).peekable();
+        let (mut page, mut bytes) = (Vec::new(), 0);
+        while page.len() < limit && (page.is_empty() || bytes < max_bytes) {
+            let Some(item) = entries.next() else {
+                return Ok((page, false));
+            };
+            let (mut key, value) = item?;
+            key.remove(0);
+            bytes += key.len() + value.len();
+            page.push((key, value));
+        }
+        Ok((page, entries.peek().is_some()))
+    }
+
     /// Up to `limit` user entries with keys in `[lower, upper)` (`upper`
     /// `None`: to the end), in key order.
     ///
@@ -97,7 +122,7 @@ impl DataHandle {
         lower: &[u8],
         upper: Option<&[u8]>,
         limit: usize,
-    ) -> siftdb::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    ) -> siftdb::Result<Vec<Pair>> {
         let lower = keys::data(lower);
         let upper = upper.map_or_else(|| vec![keys::DATA + 1], keys::data);
         let db = self.db();
@@ -111,6 +136,9 @@ impl DataHandle {
             .collect()
     }
 }
+
+/// A user key and its value.
+type Pair = (Vec<u8>, Vec<u8>);
 
 /// The state machine of one node.
 #[derive(Debug)]

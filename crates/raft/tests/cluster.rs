@@ -361,3 +361,41 @@ async fn find_searches_by_value_through_any_node() {
     let missing = cluster.client(3).find("size", b"L", 10).await;
     assert!(matches!(missing, Err(ApiError::Invalid(_))), "{missing:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_scan_comes_in_bounded_pages_through_a_follower() {
+    let cluster = Cluster::start(10_000).await;
+    let leader = cluster.leader().await;
+    let follower = (1..=3).find(|&id| id != leader).unwrap();
+    let client = cluster.client(follower);
+    // 48 values of 256 KiB, 12 MiB in all, written in four batches.
+    let value = |i: u32| vec![i as u8; 256 << 10];
+    for batch in 0..4u32 {
+        let ops = (batch * 12..batch * 12 + 12)
+            .map(|i| sift_raft::Op::Put {
+                key: key(i),
+                value: value(i),
+            })
+            .collect();
+        client.write(&sift_raft::Command::Write(ops)).await.unwrap();
+    }
+    let mut pages = client.scan_pages(b"", None, usize::MAX);
+    let mut seen = Vec::new();
+    let mut page_count = 0;
+    while let Some(page) = pages.next_page().await.unwrap() {
+        let bytes: usize = page.iter().map(|e| e.key.len() + e.value.len()).sum();
+        // A page stops at the first entry that reaches the bound.
+        assert!(
+            bytes < sift_raft::api::MAX_PAGE_BYTES + (256 << 10) + 64,
+            "{bytes}"
+        );
+        page_count += 1;
+        seen.extend(page.into_iter().map(|e| e.key));
+    }
+    assert_eq!(seen, (0..48).map(key).collect::<Vec<_>>());
+    assert!(page_count >= 3, "{page_count} pages");
+    // A limit ends the scan within a page, and `scan` gathers the pages.
+    let limited = client.scan(b"", None, 20).await.unwrap();
+    assert_eq!(limited.len(), 20);
+    assert_eq!(limited[19].value, value(19));
+}

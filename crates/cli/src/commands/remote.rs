@@ -99,12 +99,12 @@ fn scan(
             out.parse_optional("--to", args.to.as_deref())?,
         ),
     };
-    let limit = args.limit.unwrap_or(usize::MAX);
-    let entries = runtime
-        .block_on(client.scan(&lower, upper.as_deref(), limit))
-        .map_err(failure)?;
-    for entry in entries {
-        out.entry(&entry.key, (!args.keys_only).then_some(&entry.value[..]))?;
+    // Page by page: a whole store is never held here, nor on a node.
+    let mut pages = client.scan_pages(&lower, upper.as_deref(), args.limit.unwrap_or(usize::MAX));
+    while let Some(page) = runtime.block_on(pages.next_page()).map_err(failure)? {
+        for entry in page {
+            out.entry(&entry.key, (!args.keys_only).then_some(&entry.value[..]))?;
+        }
     }
     Ok(())
 }
