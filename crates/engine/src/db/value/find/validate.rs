@@ -16,7 +16,7 @@ use sift_filter::KeyHash;
 use super::FindStats;
 use super::read::{Hit, Source};
 use crate::db::counters::Shard;
-use crate::db::read::{PointLookup, TableScope};
+use crate::db::read::{NewerThan, PointLookup};
 use crate::db::{Inner, SuperVersion};
 use crate::error::Result;
 use crate::key::{ParsedKey, SeqNo};
@@ -77,9 +77,11 @@ pub(in crate::db) fn shadowed(
     };
     // The runs read before the hit's own, and its own table when the key's
     // versions began in an earlier block.
-    let scope = TableScope {
-        last: Some((level, run, check_own)),
-        newer_than: Some(hit.seq),
+    let scope = NewerThan {
+        level,
+        run,
+        inclusive: check_own,
+        seq: hit.seq,
     };
     let mut blocks_read = 0;
     let found =
