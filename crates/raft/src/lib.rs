@@ -25,6 +25,7 @@ mod keys;
 mod log_store;
 mod network;
 mod node;
+mod purge_gate;
 mod server;
 mod sessions;
 mod snapshot;
@@ -50,13 +51,25 @@ use openraft::StorageError;
 /// machine keeps the value indexes `indexes` (every node declares the
 /// same: they are derived from the data, so they agree).
 ///
+/// The log is never purged past the current snapshot (`purge_gate`), and
+/// the data is brought up to that snapshot here if the log no longer holds
+/// what lies between them (a crash during an install, or one that lost the
+/// data's unsynced writes).
+///
 /// # Errors
-/// What opening either database returns.
+/// What opening either database returns; an error if the log is purged
+/// past the data and every snapshot.
 pub async fn open_storage(
     dir: &Path,
     indexes: &[siftdb::IndexDef],
 ) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
-    let log = LogStore::open(&dir.join("log"))?;
-    let sm = StateMachine::open(dir, indexes).await?;
+    let mut log = LogStore::open(&dir.join("log"))?;
+    let mut sm = StateMachine::open(dir, indexes).await?;
+    if let Some(purged) = log.purged_index()?
+        && sm.applied_index() < Some(purged)
+    {
+        sm.catch_up_to_snapshot(purged).await?;
+    }
+    log.gate_purges(sm.purge_wait());
     Ok((log, sm))
 }

@@ -20,6 +20,7 @@ use siftdb::{Db, WalRecovery, WriteBatch, WriteOptions};
 
 use crate::codec::{decode, encode};
 use crate::keys;
+use crate::purge_gate::PurgeWait;
 use crate::types::{NodeId, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
@@ -29,6 +30,9 @@ type StorageResult<T> = Result<T, StorageError<NodeId>>;
 #[derive(Clone, Debug)]
 pub struct LogStore {
     db: Arc<Db>,
+    /// Set when the log belongs to a state machine: a purge waits until
+    /// it is safe.
+    purges: Option<PurgeWait>,
 }
 
 impl LogStore {
@@ -48,7 +52,22 @@ impl LogStore {
             .wal_recovery(WalRecovery::AbsoluteConsistency)
             .open()
             .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Read, &e))?;
-        Ok(Self { db: Arc::new(db) })
+        Ok(Self {
+            db: Arc::new(db),
+            purges: None,
+        })
+    }
+
+    /// Makes every purge wait on the state machine's snapshots
+    /// (`purge_gate`).
+    pub(crate) fn gate_purges(&mut self, wait: PurgeWait) {
+        self.purges = Some(wait);
+    }
+
+    /// The index of the last purged entry.
+    pub(crate) fn purged_index(&self) -> StorageResult<Option<u64>> {
+        let purged: Option<LogId<NodeId>> = self.get(keys::PURGED, ErrorSubject::Logs)?;
+        Ok(purged.map(|id| id.index))
     }
 
     /// Writes `batch`, synced.
@@ -216,6 +235,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
+        if let Some(purges) = &mut self.purges {
+            purges.until_purgeable(log_id.index).await.map_err(|e| {
+                io_error(
+                    ErrorSubject::Logs,
+                    ErrorVerb::Delete,
+                    &std::io::Error::other(e),
+                )
+            })?;
+        }
         // The purged id and the deletions land together: a crash never
         // leaves a hole below entries the state says are there.
         let mut batch = WriteBatch::new();

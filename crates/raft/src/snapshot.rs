@@ -21,6 +21,7 @@ use siftdb::Db;
 use crate::codec::decode;
 use crate::keys;
 use crate::log_store::io_error;
+use crate::purge_gate::PurgeGate;
 use crate::state_machine::{DataHandle, open_data};
 use crate::types::{NodeId, TypeConfig};
 
@@ -40,6 +41,8 @@ pub(crate) struct Snapshots {
     next: AtomicU64,
     /// Held while `CURRENT` changes.
     saving: tokio::sync::Mutex<()>,
+    /// Told what the current snapshot covers, for the log's purges.
+    pub(crate) gate: PurgeGate,
 }
 
 impl Snapshots {
@@ -63,18 +66,32 @@ impl Snapshots {
                 let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
             }
         }
-        Ok(Self {
+        let mut snapshots = Self {
             dir,
             next: AtomicU64::new(next),
             saving: tokio::sync::Mutex::new(()),
-        })
+            gate: PurgeGate::new(None),
+        };
+        if let Some((_, meta)) = snapshots.current_meta().map_err(fail)? {
+            snapshots.gate = PurgeGate::new(meta.last_log_id.map(|id| id.index));
+        }
+        Ok(snapshots)
+    }
+
+    /// The number and metadata of the current snapshot, if there is one.
+    pub(crate) fn current_meta(&self) -> std::io::Result<Option<(u64, Meta)>> {
+        let Some(n) = read_current(&self.dir)? else {
+            return Ok(None);
+        };
+        Ok(Some((n, self.read_meta(n)?)))
     }
 
     fn number(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn tar(&self, n: u64) -> PathBuf {
+    /// The file of snapshot `n`.
+    pub(crate) fn tar(&self, n: u64) -> PathBuf {
         self.dir.join(format!("snapshot-{n}.tar"))
     }
 
@@ -95,11 +112,6 @@ impl Snapshots {
             .await
             .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?;
         Ok((n, file))
-    }
-
-    /// The path of received snapshot `n`.
-    pub(crate) fn received(&self, n: u64) -> PathBuf {
-        self.tar(n)
     }
 
     /// Makes snapshot `n` (its tar file written and synced) the current
@@ -131,6 +143,7 @@ impl Snapshots {
         write_synced(&temp, n.to_string().as_bytes()).map_err(|e| fail(&e))?;
         std::fs::rename(&temp, self.dir.join("CURRENT")).map_err(|e| fail(&e))?;
         sync_dir(&self.dir).map_err(|e| fail(&e))?;
+        self.gate.covered(meta.last_log_id.map(|id| id.index));
         if let Some(old) = previous.filter(|&old| old != n) {
             let _ = std::fs::remove_file(self.tar(old));
             let _ = std::fs::remove_file(self.meta(old));
@@ -266,12 +279,19 @@ fn pack(dir: &Path, to: &Path) -> std::io::Result<()> {
     builder.into_inner()?.sync_all()
 }
 
-/// Unpacks the tar file `from` into the new directory `dir`. A damaged or
-/// hostile archive is an error (tar refuses paths out of `dir`); what it
-/// unpacks is checked again when the database opens.
+/// Unpacks the tar file `from` into the new directory `dir`, every file and
+/// the directory synced (`CURRENT` of the state machine names it next). A
+/// damaged or hostile archive is an error (tar refuses paths out of `dir`);
+/// what it unpacks is checked again when the database opens.
 pub(crate) fn unpack(from: &Path, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     tar::Archive::new(std::fs::File::open(from)?).unpack(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_file() {
+            std::fs::File::open(&path)?.sync_all()?;
+        }
+    }
     sync_dir(dir)
 }
 

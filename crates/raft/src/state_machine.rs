@@ -26,6 +26,7 @@ use crate::codec::encode;
 use crate::command::{Command, Op, Outcome, Request};
 use crate::keys;
 use crate::log_store::io_error;
+use crate::purge_gate::PurgeWait;
 use crate::sessions::{self, Verdict};
 use crate::snapshot::{
     self, Meta, SnapshotBuilder, Snapshots, read_applied, sync_dir, write_synced,
@@ -201,6 +202,112 @@ impl StateMachine {
     pub fn data(&self) -> DataHandle {
         self.data.clone()
     }
+
+    /// What the log's purges wait for.
+    pub(crate) fn purge_wait(&self) -> PurgeWait {
+        self.snapshots.gate.waiter()
+    }
+
+    /// The log index applied last.
+    pub(crate) fn applied_index(&self) -> Option<u64> {
+        self.last_applied.map(|id| id.index)
+    }
+
+    /// Brings the data up to the current snapshot, which covers the log up
+    /// to `purged` at least: after a crash during an install, or one that
+    /// lost the data's unsynced writes, the log no longer holds the entries
+    /// between the data and the snapshot.
+    pub(crate) async fn catch_up_to_snapshot(&mut self, purged: u64) -> StorageResult<()> {
+        let fail =
+            |e: &dyn std::error::Error| io_error(ErrorSubject::StateMachine, ErrorVerb::Read, e);
+        let current = self.snapshots.current_meta().map_err(|e| fail(&e))?;
+        match current {
+            Some((n, meta)) if meta.last_log_id.map(|id| id.index) >= Some(purged) => {
+                self.load_snapshot(n, &meta).await
+            }
+            _ => Err(fail(&std::io::Error::other(format!(
+                "the log is purged up to {purged}, past the data (applied {:?}) and every snapshot",
+                self.last_applied
+            )))),
+        }
+    }
+
+    /// Installs a received snapshot: keeps a copy as the current snapshot,
+    /// durable before the log may be purged up to it, then replaces the data.
+    async fn install(&mut self, meta: &Meta, mut source: tokio::fs::File) -> StorageResult<()> {
+        let fail = |e: &dyn std::error::Error| {
+            io_error(
+                ErrorSubject::Snapshot(Some(meta.signature())),
+                ErrorVerb::Write,
+                e,
+            )
+        };
+        // The data is read from the handle openraft gives back, which need
+        // not be the file it was received into: copied to a new snapshot
+        // file (one more sequential write of it), which is kept as current.
+        let (n, mut copy) = self.snapshots.receive().await?;
+        let copied = async {
+            source.seek(std::io::SeekFrom::Start(0)).await?;
+            tokio::io::copy(&mut source, &mut copy).await?;
+            copy.sync_all().await
+        };
+        copied.await.map_err(|e| fail(&e))?;
+        drop((source, copy));
+        if let Some(received) = self.receiving.take() {
+            let _ = std::fs::remove_file(self.snapshots.tar(received));
+        }
+        let current = self.snapshots.save(n, meta).await?;
+        if current != n {
+            let newer = format!("snapshot {current}, newer than the one installed, is current");
+            return Err(fail(&std::io::Error::other(newer)));
+        }
+        self.snapshots.gate.installed();
+        self.load_snapshot(n, meta).await
+    }
+
+    /// Replaces the data with the contents of snapshot `n`, described by
+    /// `meta`: unpacked into the next generation, which `sm/CURRENT` then
+    /// names.
+    async fn load_snapshot(&mut self, n: u64, meta: &Meta) -> StorageResult<()> {
+        let fail = |e: &dyn std::error::Error| {
+            io_error(
+                ErrorSubject::Snapshot(Some(meta.signature())),
+                ErrorVerb::Write,
+                e,
+            )
+        };
+        let (tar, generation) = (self.snapshots.tar(n), self.generation + 1);
+        let target = self.dir.join(generation.to_string());
+        let (expected, indexes) = (meta.last_log_id, self.indexes.clone());
+        let opened = tokio::task::spawn_blocking(move || -> Result<Db, String> {
+            let _ = std::fs::remove_dir_all(&target);
+            snapshot::unpack(&tar, &target).map_err(|e| e.to_string())?;
+            let db = open_data(&target, &indexes).map_err(|e| e.to_string())?;
+            let (applied, _) = read_applied(&db)?;
+            if applied != expected {
+                return Err(format!(
+                    "the snapshot's data applied {applied:?}, its metadata says {expected:?}"
+                ));
+            }
+            Ok(db)
+        });
+        let db = opened
+            .await
+            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&std::io::Error::other(e)))?;
+        set_generation(&self.dir, generation).map_err(|e| fail(&e))?;
+        let old = self.data.replace(Arc::new(db));
+        let old_dir = self.dir.join(self.generation.to_string());
+        self.generation = generation;
+        // Readers may still hold the old database; then its directory goes
+        // at the next open.
+        if Arc::into_inner(old).is_some() {
+            let _ = std::fs::remove_dir_all(old_dir);
+        }
+        self.last_applied = meta.last_log_id;
+        self.membership = meta.last_membership.clone();
+        Ok(())
+    }
 }
 
 /// Opens a generation of the database, with the value indexes.
@@ -322,10 +429,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // A transfer that begins again (the leader restarted it) abandons
         // the file of the one before: it goes now, not at the next open.
         if let Some(abandoned) = self.receiving.take() {
-            let _ = std::fs::remove_file(self.snapshots.received(abandoned));
+            let _ = std::fs::remove_file(self.snapshots.tar(abandoned));
         }
         let (n, file) = self.snapshots.receive().await?;
         self.receiving = Some(n);
+        self.snapshots.gate.arriving();
         Ok(Box::new(file))
     }
 
@@ -334,60 +442,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &Meta,
         snapshot: Box<tokio::fs::File>,
     ) -> StorageResult<()> {
-        let signature = Some(meta.signature());
-        let fail = |e: &dyn std::error::Error| {
-            io_error(
-                ErrorSubject::Snapshot(signature.clone()),
-                ErrorVerb::Write,
-                e,
-            )
-        };
-        // The data is read from the handle openraft gives back, which need
-        // not be the file it was received into: copied to a new snapshot
-        // file (one more sequential write of it), which is kept as current.
-        let mut source = *snapshot;
-        let (n, mut copy) = self.snapshots.receive().await?;
-        let copied = async {
-            source.seek(std::io::SeekFrom::Start(0)).await?;
-            tokio::io::copy(&mut source, &mut copy).await?;
-            copy.sync_all().await
-        };
-        copied.await.map_err(|e| fail(&e))?;
-        drop((source, copy));
-        if let Some(received) = self.receiving.take() {
-            let _ = std::fs::remove_file(self.snapshots.received(received));
+        let installed = self.install(meta, *snapshot).await;
+        if installed.is_err() {
+            self.snapshots.gate.failed();
         }
-        let (tar, generation) = (self.snapshots.received(n), self.generation + 1);
-        let target = self.dir.join(generation.to_string());
-        let (expected, indexes) = (meta.last_log_id, self.indexes.clone());
-        let opened = tokio::task::spawn_blocking(move || -> Result<Db, String> {
-            let _ = std::fs::remove_dir_all(&target);
-            snapshot::unpack(&tar, &target).map_err(|e| e.to_string())?;
-            let db = open_data(&target, &indexes).map_err(|e| e.to_string())?;
-            let (applied, _) = read_applied(&db)?;
-            if applied != expected {
-                return Err(format!(
-                    "the snapshot's data applied {applied:?}, its metadata says {expected:?}"
-                ));
-            }
-            Ok(db)
-        });
-        let db = opened
-            .await
-            .map_err(|e| fail(&e))?
-            .map_err(|e| fail(&std::io::Error::other(e)))?;
-        set_generation(&self.dir, generation).map_err(|e| fail(&e))?;
-        let old = self.data.replace(Arc::new(db));
-        let old_dir = self.dir.join(self.generation.to_string());
-        self.generation = generation;
-        // Readers may still hold the old database; then its directory goes
-        // at the next open.
-        if Arc::into_inner(old).is_some() {
-            let _ = std::fs::remove_dir_all(old_dir);
-        }
-        self.last_applied = meta.last_log_id;
-        self.membership = meta.last_membership.clone();
-        self.snapshots.save(n, meta).await.map(drop)
+        installed
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {

@@ -71,3 +71,66 @@ fn a_restarted_transfer_leaves_no_partial_file_behind() {
     });
     assert_eq!(tars(), 1);
 }
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Applies puts of `key-1` .. `key-{count}` at log indexes 1..=count.
+async fn apply_puts(sm: &mut sift_raft::StateMachine, count: u64) {
+    for index in 1..=count {
+        let put = Command::Write(vec![Op::Put {
+            key: format!("key-{index}").into_bytes(),
+            value: b"v".to_vec(),
+        }]);
+        sm.apply([Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+            payload: EntryPayload::Normal(put.into()),
+        }])
+        .await
+        .unwrap();
+    }
+}
+
+/// openraft purges a follower's log up to a snapshot as soon as it queues
+/// its install, and runs the two side by side. The node crashes (the
+/// install is dropped where it stands) as soon as the purge is done: it
+/// must start again, with its data at the snapshot.
+#[test]
+fn a_node_that_crashes_during_an_install_starts_again_at_the_snapshot() {
+    let (leader, follower) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let snapshot = runtime().block_on(async {
+        let (_log, mut sm) = sift_raft::open_storage(leader.path(), &[]).await.unwrap();
+        apply_puts(&mut sm, 10).await;
+        sm.get_snapshot_builder().await.build_snapshot().await.unwrap()
+    });
+    let covered = snapshot.meta.last_log_id.unwrap();
+    runtime().block_on(async {
+        use openraft::storage::RaftLogStorage;
+        let (mut log, mut sm) = sift_raft::open_storage(follower.path(), &[]).await.unwrap();
+        apply_puts(&mut sm, 3).await;
+        let mut received = sm.begin_receiving_snapshot().await.unwrap();
+        let mut source = snapshot.snapshot;
+        tokio::io::copy(&mut source, &mut received).await.unwrap();
+        let install = sm.install_snapshot(&snapshot.meta, received);
+        let purge = log.purge(covered);
+        tokio::pin!(install, purge);
+        tokio::select! {
+            biased;
+            purged = &mut purge => purged.unwrap(),
+            installed = &mut install => installed.unwrap(),
+        }
+        // The crash: whatever the install had left to do is dropped.
+    });
+    runtime().block_on(async {
+        use openraft::storage::RaftLogStorage;
+        let (mut log, mut sm) = sift_raft::open_storage(follower.path(), &[]).await.unwrap();
+        assert_eq!(sm.data().get(b"key-10").unwrap(), Some(b"v".to_vec()));
+        let (applied, _) = sm.applied_state().await.unwrap();
+        let purged = log.get_log_state().await.unwrap().last_purged_log_id;
+        assert!(applied >= purged, "applied {applied:?}, purged {purged:?}");
+    });
+}
