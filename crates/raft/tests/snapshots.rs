@@ -1,6 +1,9 @@
 //! Snapshots of a state machine: one with a custom value index builds (the
 //! copy a snapshot is packed from opens with the node's index
-//! definitions), and a transfer that begins again leaves no partial file.
+//! definitions), a transfer that begins again leaves no partial file, and a
+//! crash during an install leaves a node that starts again.
+
+#![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
@@ -22,11 +25,7 @@ fn words() -> IndexDef {
 #[test]
 fn a_state_machine_with_a_custom_index_builds_a_snapshot() {
     let dir = TempDir::new().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    runtime().block_on(async {
         let (_log, mut sm) = sift_raft::open_storage(dir.path(), &[words()])
             .await
             .unwrap();
@@ -50,10 +49,6 @@ fn a_state_machine_with_a_custom_index_builds_a_snapshot() {
 #[test]
 fn a_restarted_transfer_leaves_no_partial_file_behind() {
     let dir = TempDir::new().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let tars = || {
         std::fs::read_dir(dir.path().join("snapshots"))
             .unwrap()
@@ -63,7 +58,7 @@ fn a_restarted_transfer_leaves_no_partial_file_behind() {
             })
             .count()
     };
-    runtime.block_on(async {
+    runtime().block_on(async {
         let (_log, mut sm) = sift_raft::open_storage(dir.path(), &[]).await.unwrap();
         for _ in 0..3 {
             let _file = sm.begin_receiving_snapshot().await.unwrap();
