@@ -38,7 +38,9 @@ fn free_port() -> u16 {
 
 fn serve(id: u64, addr: &str, dir: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_sift"))
-        .args(["serve", "--id", &id.to_string(), "--listen", addr, "--db"])
+        .args(["serve", "--id", &id.to_string(), "--listen", addr])
+        // Small writes only: a short heartbeat for a fast failover.
+        .args(["--heartbeat-ms", "100", "--db"])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

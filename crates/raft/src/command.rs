@@ -126,6 +126,13 @@ pub const SESSION_TTL_ENTRIES: u64 = 10_000_000;
 /// Longest user key: the state machine adds a one-byte prefix.
 pub const MAX_KEY_LEN: usize = siftdb::MAX_KEY_LEN - 1;
 
+/// The most bytes of keys and values one command carries: one value at the
+/// engine's limit and 16 MiB more. A command is one log entry, sent whole
+/// in one AppendEntries message, so this bounds a message (with
+/// [`crate::log_store::MAX_APPEND_BYTES`] of entries before it) far below
+/// a node's body limit, and the time to send it within the RPC timeout.
+pub const MAX_COMMAND_BYTES: usize = siftdb::MAX_VALUE_LEN + (16 << 20);
+
 impl Op {
     /// The key written.
     pub fn key(&self) -> &[u8] {
@@ -136,6 +143,22 @@ impl Op {
 }
 
 impl Command {
+    /// Bytes of the keys and values it carries, its checks' included.
+    pub fn bytes(&self) -> usize {
+        let (checks, ops) = match self {
+            Self::Write(ops) => (&[][..], ops),
+            Self::Txn { checks, ops } => (checks.as_slice(), ops),
+        };
+        let checked = checks
+            .iter()
+            .map(|c| c.key.len() + c.value.as_ref().map_or(0, Vec::len));
+        let written = ops.iter().map(|op| match op {
+            Op::Put { key, value } => key.len() + value.len(),
+            Op::Delete { key } => key.len(),
+        });
+        checked.chain(written).sum()
+    }
+
     /// Whether every key and value is within the limits: why not, if not.
     ///
     /// # Errors
@@ -166,6 +189,50 @@ impl Command {
                 ));
             }
         }
+        let bytes = self.bytes();
+        if bytes > MAX_COMMAND_BYTES {
+            return Err(format!(
+                "a command of {bytes} bytes of keys and values is over the limit of {MAX_COMMAND_BYTES}"
+            ));
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &[u8], len: usize) -> Op {
+        Op::Put {
+            key: key.to_vec(),
+            value: vec![0; len],
+        }
+    }
+
+    #[test]
+    fn a_command_is_refused_past_each_limit() {
+        let ok = Command::Write(vec![put(b"a", siftdb::MAX_VALUE_LEN)]);
+        assert_eq!(ok.validate(), Ok(()));
+        let value = Command::Write(vec![put(b"a", siftdb::MAX_VALUE_LEN + 1)]);
+        assert!(value.validate().unwrap_err().contains("value"));
+        let key = Command::Write(vec![Op::Delete {
+            key: vec![0; MAX_KEY_LEN + 1],
+        }]);
+        assert!(key.validate().unwrap_err().contains("key"));
+        // Two values each within the limit, together over the command's.
+        let half = MAX_COMMAND_BYTES / 2;
+        let total = Command::Write(vec![put(b"a", half), put(b"b", half)]);
+        assert_eq!(total.bytes(), MAX_COMMAND_BYTES + 2);
+        assert!(total.validate().unwrap_err().contains("command"));
+        // A transaction's checks count too.
+        let checked = Command::Txn {
+            checks: vec![Check {
+                key: b"c".to_vec(),
+                value: Some(vec![0; half]),
+            }],
+            ops: vec![put(b"a", half)],
+        };
+        assert!(checked.validate().unwrap_err().contains("command"));
     }
 }

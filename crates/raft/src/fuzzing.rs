@@ -28,6 +28,7 @@ pub fn decode_everything(bytes: &[u8]) -> usize {
         decode::<Result<ReadAnswer, ApiError>>(bytes).is_ok(),
         decode::<Result<Written, ApiError>>(bytes).is_ok(),
         serde_json::from_slice::<Meta>(bytes).is_ok(),
+        crate::keys::entry_of(bytes).is_some(),
     ];
     decoded.iter().filter(|ok| **ok).count()
 }

@@ -36,11 +36,32 @@ pub(crate) fn data(key: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The log's key of entry `index`: sorts as the index.
-pub(crate) fn entry(index: u64) -> [u8; 9] {
-    let mut out = [ENTRY; 9];
-    out[1..].copy_from_slice(&index.to_be_bytes());
+/// The log's key of entry `index` (of its first piece): sorts as the index.
+pub(crate) fn entry(index: u64) -> Vec<u8> {
+    let mut out = vec![ENTRY];
+    out.extend_from_slice(&index.to_be_bytes());
     out
+}
+
+/// The log's key of piece `piece` (1 and up) of entry `index`: after the
+/// entry's first piece and before the next entry.
+pub(crate) fn entry_piece(index: u64, piece: u8) -> Vec<u8> {
+    let mut out = entry(index);
+    out.push(piece);
+    out
+}
+
+/// The index of the entry a log key belongs to, and whether the key is of
+/// its first piece; `None` for a key that is not an entry's.
+pub(crate) fn entry_of(key: &[u8]) -> Option<(u64, bool)> {
+    match key {
+        [ENTRY, index @ ..] if index.len() == 8 || index.len() == 9 => {
+            let first = index.len() == 8;
+            let index = u64::from_be_bytes(index[..8].try_into().ok()?);
+            Some((index, first))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -48,9 +69,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log_keys_sort_as_their_indexes() {
-        let keys: Vec<_> = [0, 1, 255, 256, u64::MAX].map(entry).into();
+    fn log_keys_sort_as_their_indexes_with_pieces_in_between() {
+        let mut keys = Vec::new();
+        for index in [0, 1, 255, 256, u64::MAX] {
+            keys.extend([entry(index), entry_piece(index, 1), entry_piece(index, 255)]);
+        }
         assert!(keys.is_sorted());
+        assert_eq!(entry_of(&entry(256)), Some((256, true)));
+        assert_eq!(entry_of(&entry_piece(u64::MAX, 3)), Some((u64::MAX, false)));
+        assert_eq!(entry_of(b"m:vote"), None);
+        assert_eq!(entry_of(b"e123"), None);
         assert_eq!(data(b"k"), b"\x01k");
     }
 }

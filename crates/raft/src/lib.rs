@@ -34,11 +34,12 @@ mod types;
 
 pub use client::{Client, ScanPages};
 pub use command::{
-    Check, Command, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES, Session,
+    Check, Command, MAX_COMMAND_BYTES, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES,
+    Session,
 };
-pub use log_store::LogStore;
+pub use log_store::{LogStore, MAX_APPEND_BYTES};
 pub use network::Partition;
-pub use node::{Node, NodeOptions};
+pub use node::{DEFAULT_HEARTBEAT_MS, Node, NodeOptions};
 pub use state_machine::{DataHandle, StateMachine};
 pub use types::{NodeId, Raft, TypeConfig};
 

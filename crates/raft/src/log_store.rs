@@ -5,7 +5,8 @@
 //! none.
 
 use std::fmt::Debug;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+use std::ops::RangeBounds;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -70,6 +71,18 @@ impl LogStore {
         Ok(purged.map(|id| id.index))
     }
 
+    /// Runs `work` on tokio's blocking pool: a synced write or a long read
+    /// must not hold up the node's async threads, which carry heartbeats.
+    async fn off_thread<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Self) -> StorageResult<T> + Send + 'static,
+    ) -> StorageResult<T> {
+        let log = self.clone();
+        tokio::task::spawn_blocking(move || work(&log))
+            .await
+            .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Write, &e))?
+    }
+
     /// Writes `batch`, synced.
     fn write(&self, batch: &WriteBatch, subject: ErrorSubject<NodeId>) -> StorageResult<()> {
         self.db
@@ -119,32 +132,39 @@ impl LogStore {
 
     /// The last entry's log id, if any entry is left.
     fn last_log_id(&self) -> StorageResult<Option<LogId<NodeId>>> {
-        let all = keys::entry(0)..=keys::entry(u64::MAX);
-        match self.db.range(all).next_back() {
-            Some(item) => {
-                let (_, bytes) =
-                    item.map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
-                let entry: Entry<TypeConfig> = decode(&bytes)
-                    .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
-                Ok(Some(entry.log_id))
-            }
-            None => Ok(None),
-        }
+        let read = |e: &dyn std::error::Error| io_error(ErrorSubject::Logs, ErrorVerb::Read, e);
+        let Some(last) = self.db.range(entry_keys(Unbounded, Unbounded)).next_back() else {
+            return Ok(None);
+        };
+        let (key, _) = last.map_err(|e| read(&e))?;
+        let (index, _) = keys::entry_of(&key)
+            .ok_or_else(|| read(&std::io::Error::other("a log key that is no entry's")))?;
+        let entries = self.read_entries((Included(index), Included(index)), usize::MAX)?;
+        Ok(entries.last().map(|entry| entry.log_id))
     }
 }
 
-/// The keys of the entries with indexes within the bounds (and no other
-/// record of the log).
-fn entry_keys(lower: Bound<u64>, upper: Bound<u64>) -> (Bound<[u8; 9]>, Bound<[u8; 9]>) {
+/// The keys of the entries with indexes within the bounds, all their
+/// pieces (and no other record of the log).
+fn entry_keys(lower: Bound<u64>, upper: Bound<u64>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let after = |index: u64| match index.checked_add(1) {
+        Some(next) => Excluded(keys::entry(next)),
+        None => Excluded(vec![keys::ENTRY + 1]),
+    };
     let lower = match lower {
-        Bound::Unbounded => Bound::Included(0),
-        bound => bound,
+        Unbounded => Included(keys::entry(0)),
+        Included(index) => Included(keys::entry(index)),
+        Excluded(index) => match after(index) {
+            Excluded(key) => Included(key),
+            bound => bound,
+        },
     };
     let upper = match upper {
-        Bound::Unbounded => Bound::Included(u64::MAX),
-        bound => bound,
+        Unbounded => Excluded(vec![keys::ENTRY + 1]),
+        Included(index) => after(index),
+        Excluded(index) => Excluded(keys::entry(index)),
     };
-    (lower.map(keys::entry), upper.map(keys::entry))
+    (lower, upper)
 }
 
 /// A storage error about `subject`, from any error.
@@ -156,20 +176,66 @@ pub(crate) fn io_error(
     StorageIOError::new(subject, verb, AnyError::error(error.to_string())).into()
 }
 
+/// The most bytes of one piece of a stored entry: an entry larger than a
+/// value may be (a command with a value at the engine's limit, and its
+/// framing) is stored in pieces under consecutive keys.
+const ENTRY_PIECE_BYTES: usize = 16 << 20;
+
+/// The most bytes of entries a leader reads for one AppendEntries message
+/// (and at least one entry, however large): a message stays far below the
+/// body limit and is sent well within the RPC timeout.
+pub const MAX_APPEND_BYTES: usize = 8 << 20;
+
+impl LogStore {
+    /// The entries with indexes in `range`, in order, until they hold
+    /// `max_bytes` (at least one entry, if the range holds any).
+    fn read_entries(
+        &self,
+        range: (Bound<u64>, Bound<u64>),
+        max_bytes: usize,
+    ) -> StorageResult<Vec<Entry<TypeConfig>>> {
+        let read = |e: &dyn std::error::Error| io_error(ErrorSubject::Logs, ErrorVerb::Read, e);
+        let (mut entries, mut bytes) = (Vec::new(), 0);
+        let mut encoded: Vec<u8> = Vec::new();
+        for item in self.db.range(entry_keys(range.0, range.1)) {
+            let (key, piece) = item.map_err(|e| read(&e))?;
+            let (_, first) = keys::entry_of(&key)
+                .ok_or_else(|| read(&std::io::Error::other("a log key that is no entry's")))?;
+            if first && !encoded.is_empty() {
+                entries.push(decode(&encoded).map_err(|e| read(&e))?);
+                bytes += encoded.len();
+                encoded.clear();
+                if bytes >= max_bytes {
+                    return Ok(entries);
+                }
+            }
+            encoded.extend_from_slice(&piece);
+        }
+        if !encoded.is_empty() {
+            entries.push(decode(&encoded).map_err(|e| read(&e))?);
+        }
+        Ok(entries)
+    }
+}
+
 impl RaftLogReader<TypeConfig> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
     ) -> StorageResult<Vec<Entry<TypeConfig>>> {
-        let range = entry_keys(range.start_bound().cloned(), range.end_bound().cloned());
-        self.db
-            .range(range)
-            .map(|item| {
-                let (_, bytes) =
-                    item.map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
-                decode(&bytes).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Read, &e))
-            })
-            .collect()
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.off_thread(move |log| log.read_entries(range, usize::MAX))
+            .await
+    }
+
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> StorageResult<Vec<Entry<TypeConfig>>> {
+        let range = (Included(start), Excluded(end));
+        self.off_thread(move |log| log.read_entries(range, MAX_APPEND_BYTES))
+            .await
     }
 }
 
@@ -177,12 +243,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> StorageResult<LogState<TypeConfig>> {
-        let last_purged_log_id = self.get(keys::PURGED, ErrorSubject::Logs)?;
-        let last_log_id = self.last_log_id()?.or(last_purged_log_id);
-        Ok(LogState {
-            last_purged_log_id,
-            last_log_id,
+        self.off_thread(|log| {
+            let last_purged_log_id = log.get(keys::PURGED, ErrorSubject::Logs)?;
+            let last_log_id = log.last_log_id()?.or(last_purged_log_id);
+            Ok(LogState {
+                last_purged_log_id,
+                last_log_id,
+            })
         })
+        .await
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -190,21 +259,28 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> StorageResult<()> {
-        self.put(keys::VOTE, vote, ErrorSubject::Vote)
+        let vote = *vote;
+        self.off_thread(move |log| log.put(keys::VOTE, &vote, ErrorSubject::Vote))
+            .await
     }
 
     async fn read_vote(&mut self) -> StorageResult<Option<Vote<NodeId>>> {
-        self.get(keys::VOTE, ErrorSubject::Vote)
+        self.off_thread(|log| log.get(keys::VOTE, ErrorSubject::Vote))
+            .await
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<NodeId>>) -> StorageResult<()> {
-        self.put(keys::COMMITTED, &committed, ErrorSubject::Store)
+        self.off_thread(move |log| log.put(keys::COMMITTED, &committed, ErrorSubject::Store))
+            .await
     }
 
     async fn read_committed(&mut self) -> StorageResult<Option<LogId<NodeId>>> {
-        Ok(self
-            .get::<Option<LogId<NodeId>>>(keys::COMMITTED, ErrorSubject::Store)?
-            .flatten())
+        let committed = self
+            .off_thread(|log| {
+                log.get::<Option<LogId<NodeId>>>(keys::COMMITTED, ErrorSubject::Store)
+            })
+            .await?;
+        Ok(committed.flatten())
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> StorageResult<()>
@@ -212,13 +288,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut batch = WriteBatch::new();
-        for entry in entries {
-            let bytes = encode(&entry)
-                .map_err(|e| io_error(ErrorSubject::Log(entry.log_id), ErrorVerb::Write, &e))?;
-            batch.insert(keys::entry(entry.log_id.index), &bytes);
-        }
-        let written = self.write(&batch, ErrorSubject::Logs);
+        let entries: Vec<_> = entries.into_iter().collect();
+        let written = self.off_thread(|log| log.append_now(entries)).await;
         let reported = written
             .as_ref()
             .map(|_| ())
@@ -228,10 +299,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
-        self.delete_entries(
-            (Bound::Included(log_id.index), Bound::Unbounded),
-            WriteBatch::new(),
-        )
+        self.off_thread(move |log| {
+            log.delete_entries((Included(log_id.index), Unbounded), WriteBatch::new())
+        })
+        .await
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
@@ -244,12 +315,95 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 )
             })?;
         }
-        // The purged id and the deletions land together: a crash never
-        // leaves a hole below entries the state says are there.
+        self.off_thread(move |log| {
+            // The purged id and the deletions land together: a crash never
+            // leaves a hole below entries the state says are there.
+            let mut batch = WriteBatch::new();
+            let bytes =
+                encode(&log_id).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
+            batch.insert(keys::PURGED, &bytes);
+            log.delete_entries((Unbounded, Included(log_id.index)), batch)
+        })
+        .await
+    }
+}
+
+impl LogStore {
+    /// Writes `entries`, each in pieces of [`ENTRY_PIECE_BYTES`], in one
+    /// synced batch.
+    fn append_now(&self, entries: Vec<Entry<TypeConfig>>) -> StorageResult<()> {
         let mut batch = WriteBatch::new();
-        let bytes =
-            encode(&log_id).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
-        batch.insert(keys::PURGED, &bytes);
-        self.delete_entries((Bound::Unbounded, Bound::Included(log_id.index)), batch)
+        for entry in entries {
+            let fail = |e: &dyn std::error::Error| {
+                io_error(ErrorSubject::Log(entry.log_id), ErrorVerb::Write, e)
+            };
+            let bytes = encode(&entry).map_err(|e| fail(&e))?;
+            let index = entry.log_id.index;
+            for (piece, bytes) in bytes.chunks(ENTRY_PIECE_BYTES).enumerate() {
+                let key = match u8::try_from(piece) {
+                    Ok(0) => keys::entry(index),
+                    Ok(piece) => keys::entry_piece(index, piece),
+                    Err(_) => return Err(fail(&std::io::Error::other("an entry over 4 GiB"))),
+                };
+                batch.insert(key, bytes);
+            }
+        }
+        self.write(&batch, ErrorSubject::Logs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    use super::*;
+    use crate::command::{Command, Op};
+
+    /// Entry `index`, a put of `len` bytes.
+    fn entry(index: u64, len: usize) -> Entry<TypeConfig> {
+        let put = Command::Write(vec![Op::Put {
+            key: index.to_be_bytes().to_vec(),
+            value: vec![index as u8; len],
+        }]);
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+            payload: EntryPayload::Normal(put.into()),
+        }
+    }
+
+    #[test]
+    fn entries_larger_than_a_piece_read_back_whole() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let log = LogStore::open(dir.path()).unwrap();
+        let big = 2 * ENTRY_PIECE_BYTES + 5;
+        let entries = vec![entry(1, 10), entry(2, big), entry(3, 10), entry(4, big)];
+        log.append_now(entries.clone()).unwrap();
+        let all = log.read_entries((Unbounded, Unbounded), usize::MAX).unwrap();
+        assert_eq!(all, entries);
+        let middle = log.read_entries((Excluded(1), Included(3)), usize::MAX).unwrap();
+        assert_eq!(middle, entries[1..3]);
+        assert_eq!(log.last_log_id().unwrap(), Some(entries[3].log_id));
+        log.delete_entries((Included(4), Unbounded), WriteBatch::new())
+            .unwrap();
+        assert_eq!(log.last_log_id().unwrap(), Some(entries[2].log_id));
+        log.delete_entries((Unbounded, Included(2)), WriteBatch::new())
+            .unwrap();
+        let left = log.read_entries((Unbounded, Unbounded), usize::MAX).unwrap();
+        assert_eq!(left, entries[2..3]);
+    }
+
+    #[test]
+    fn a_leader_reads_a_bounded_batch_but_at_least_one_entry() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let log = LogStore::open(dir.path()).unwrap();
+        let third = MAX_APPEND_BYTES / 3 + 1;
+        log.append_now((1..=10).map(|i| entry(i, third)).collect())
+            .unwrap();
+        let batch = log
+            .read_entries((Included(1), Excluded(11)), MAX_APPEND_BYTES)
+            .unwrap();
+        assert_eq!(batch.len(), 3, "stops once the batch holds the limit");
+        let one = log.read_entries((Included(5), Excluded(11)), 1).unwrap();
+        assert_eq!(one.len(), 1);
     }
 }

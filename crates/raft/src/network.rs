@@ -6,7 +6,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use openraft::BasicNode;
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
+    Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -115,6 +116,12 @@ impl Connection {
             .bytes()
             .await
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        if status == reqwest::StatusCode::PAYLOAD_TOO_LARGE {
+            // `append_entries` works out how many entries to try next.
+            return Err(RPCError::PayloadTooLarge(
+                PayloadTooLarge::new_entries_hint(1),
+            ));
+        }
         if !status.is_success() {
             let refused =
                 std::io::Error::other(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
@@ -132,7 +139,23 @@ impl RaftNetwork<TypeConfig> for Connection {
         request: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        self.send(APPEND, &request, &option).await
+        let entries = request.entries.len() as u64;
+        match self.send(APPEND, &request, &option).await {
+            // openraft sends fewer entries at once for a while.
+            Err(RPCError::PayloadTooLarge(_)) if entries > 1 => Err(RPCError::PayloadTooLarge(
+                PayloadTooLarge::new_entries_hint(entries / 2),
+            )),
+            // One entry the peer refuses: a peer with a smaller body limit.
+            // Backing off is all there is to do.
+            Err(RPCError::PayloadTooLarge(_)) => {
+                let refused = std::io::Error::other(format!(
+                    "node {} refuses one entry as too large",
+                    self.target
+                ));
+                Err(RPCError::Unreachable(Unreachable::new(&refused)))
+            }
+            answer => answer,
+        }
     }
 
     async fn install_snapshot(
@@ -152,5 +175,62 @@ impl RaftNetwork<TypeConfig> for Connection {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         self.send(VOTE, &request, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
+
+    use super::*;
+
+    /// A peer that answers every AppendEntries with 413, and a connection
+    /// to it.
+    async fn refusing_peer() -> Connection {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let router = axum::Router::new().route(
+            APPEND,
+            axum::routing::post(async || reqwest::StatusCode::PAYLOAD_TOO_LARGE),
+        );
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let network = Network {
+            client: reqwest::Client::new(),
+            partition: Partition::default(),
+            from: 1,
+        };
+        Connection {
+            network,
+            target: 2,
+            addr,
+        }
+    }
+
+    fn append(entries: u64) -> AppendEntriesRequest<TypeConfig> {
+        let entry = |index| Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Blank,
+        };
+        AppendEntriesRequest {
+            vote: Vote::new_committed(1, 1),
+            prev_log_id: None,
+            leader_commit: None,
+            entries: (1..=entries).map(entry).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_413_asks_the_leader_for_half_the_entries_then_backs_off() {
+        let mut peer = refusing_peer().await;
+        let option = RPCOption::new(std::time::Duration::from_secs(5));
+        match peer.append_entries(append(8), option.clone()).await {
+            Err(RPCError::PayloadTooLarge(too_large)) => {
+                assert_eq!(too_large.entries_hint(), 4);
+            }
+            other => panic!("expected PayloadTooLarge, got {other:?}"),
+        }
+        // One entry cannot be split: the leader backs off instead.
+        let one = peer.append_entries(append(1), option).await;
+        assert!(matches!(one, Err(RPCError::Unreachable(_))), "{one:?}");
     }
 }

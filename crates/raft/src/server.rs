@@ -19,9 +19,12 @@ use crate::network::{self, FROM};
 use crate::node::Shared;
 use crate::types::NodeId;
 
-/// The largest request accepted: a batch of values at their limit, or a
-/// snapshot chunk.
-const MAX_BODY: usize = 256 << 20;
+/// The largest request accepted: an AppendEntries message holds up to
+/// `MAX_APPEND_BYTES` of entries and one more (a command of up to
+/// `MAX_COMMAND_BYTES`), with room for their framing. Larger requests are
+/// answered 413 (which a leader takes as "send fewer entries").
+const MAX_BODY: usize =
+    crate::command::MAX_COMMAND_BYTES + crate::log_store::MAX_APPEND_BYTES + (8 << 20);
 
 /// Every route of the node.
 pub(crate) fn router(node: Arc<Shared>) -> Router {

@@ -302,7 +302,7 @@ impl StateMachine {
         // Readers may still hold the old database; then its directory goes
         // at the next open.
         if Arc::into_inner(old).is_some() {
-            let _ = std::fs::remove_dir_all(old_dir);
+            let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(old_dir)).await;
         }
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
@@ -373,6 +373,54 @@ fn stage(db: &Db, command: Command, batch: &mut WriteBatch) -> siftdb::Result<Ou
     Ok(Outcome::Applied)
 }
 
+/// What applying a run of entries did.
+struct Applied {
+    outcomes: Vec<Outcome>,
+    last_applied: Option<LogId<NodeId>>,
+    /// The last membership among them.
+    membership: Option<StoredMembership<NodeId, BasicNode>>,
+}
+
+/// Applies `entries` to `db`, one write batch each with the applied id.
+/// Runs on tokio's blocking pool: a write may wait on the engine's
+/// stalls, which must not hold up the node's async threads.
+fn apply_entries(db: &Db, entries: Vec<Entry>) -> StorageResult<Applied> {
+    let mut applied = Applied {
+        outcomes: Vec::with_capacity(entries.len()),
+        last_applied: None,
+        membership: None,
+    };
+    for entry in entries {
+        let fail = |e: &dyn std::error::Error| {
+            io_error(ErrorSubject::Apply(entry.log_id), ErrorVerb::Write, e)
+        };
+        let mut batch = WriteBatch::new();
+        let outcome = match entry.payload {
+            EntryPayload::Blank => Outcome::Internal,
+            EntryPayload::Normal(request) => {
+                stage_request(db, request, entry.log_id.index, &mut batch)
+                    .map_err(|e| fail(&std::io::Error::other(e)))?
+            }
+            EntryPayload::Membership(membership) => {
+                let stored = StoredMembership::new(Some(entry.log_id), membership);
+                batch.insert(keys::MEMBERSHIP, encode(&stored).map_err(|e| fail(&e))?);
+                applied.membership = Some(stored);
+                Outcome::Internal
+            }
+        };
+        sessions::sweep(db, entry.log_id.index, &mut batch)
+            .map_err(|e| fail(&std::io::Error::other(e)))?;
+        batch.insert(keys::APPLIED, encode(&entry.log_id).map_err(|e| fail(&e))?);
+        db.write(&batch).map_err(|e| fail(&e))?;
+        applied.last_applied = Some(entry.log_id);
+        applied.outcomes.push(outcome);
+    }
+    Ok(applied)
+}
+
+/// A log entry.
+type Entry = <TypeConfig as RaftTypeConfig>::Entry;
+
 impl RaftStateMachine<TypeConfig> for StateMachine {
     type SnapshotBuilder = SnapshotBuilder;
 
@@ -388,33 +436,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: OptionalSend,
     {
         let db = self.data.db();
-        let mut outcomes = Vec::new();
-        for entry in entries {
-            let fail = |e: &dyn std::error::Error| {
-                io_error(ErrorSubject::Apply(entry.log_id), ErrorVerb::Write, e)
-            };
-            let mut batch = WriteBatch::new();
-            let outcome = match entry.payload {
-                EntryPayload::Blank => Outcome::Internal,
-                EntryPayload::Normal(request) => {
-                    stage_request(&db, request, entry.log_id.index, &mut batch)
-                        .map_err(|e| fail(&std::io::Error::other(e)))?
-                }
-                EntryPayload::Membership(membership) => {
-                    let stored = StoredMembership::new(Some(entry.log_id), membership);
-                    batch.insert(keys::MEMBERSHIP, encode(&stored).map_err(|e| fail(&e))?);
-                    self.membership = stored;
-                    Outcome::Internal
-                }
-            };
-            sessions::sweep(&db, entry.log_id.index, &mut batch)
-                .map_err(|e| fail(&std::io::Error::other(e)))?;
-            batch.insert(keys::APPLIED, encode(&entry.log_id).map_err(|e| fail(&e))?);
-            db.write(&batch).map_err(|e| fail(&e))?;
-            self.last_applied = Some(entry.log_id);
-            outcomes.push(outcome);
+        let entries: Vec<_> = entries.into_iter().collect();
+        let applied = tokio::task::spawn_blocking(move || apply_entries(&db, entries))
+            .await
+            .map_err(|e| io_error(ErrorSubject::StateMachine, ErrorVerb::Write, &e))??;
+        if let Some(last) = applied.last_applied {
+            self.last_applied = Some(last);
         }
-        Ok(outcomes)
+        if let Some(membership) = applied.membership {
+            self.membership = membership;
+        }
+        Ok(applied.outcomes)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

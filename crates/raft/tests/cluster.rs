@@ -17,8 +17,9 @@ use sift_raft::api::{ApiError, Status};
 use sift_raft::{Client, Node, NodeId, NodeOptions};
 use tempfile::TempDir;
 
-/// Far more than an election takes (150-300 ms by default).
-const PATIENCE: Duration = Duration::from_secs(10);
+/// Far more than an election takes (150-300 ms with a 50 ms heartbeat, 4.5-9 s
+/// with the default).
+const PATIENCE: Duration = Duration::from_secs(30);
 
 struct Cluster {
     _dir: TempDir,
@@ -26,11 +27,19 @@ struct Cluster {
     addrs: BTreeMap<NodeId, SocketAddr>,
     nodes: BTreeMap<NodeId, Node>,
     snapshot_every: u64,
+    heartbeat_ms: u64,
 }
+
+/// A short heartbeat for fast elections: these tests write small values.
+const FAST_HEARTBEAT_MS: u64 = 50;
 
 impl Cluster {
     /// Three nodes, formed into a cluster, with a leader.
     async fn start(snapshot_every: u64) -> Self {
+        Self::start_with(snapshot_every, FAST_HEARTBEAT_MS).await
+    }
+
+    async fn start_with(snapshot_every: u64, heartbeat_ms: u64) -> Self {
         let dir = TempDir::new().unwrap();
         let mut cluster = Self {
             dirs: (1..=3)
@@ -40,6 +49,7 @@ impl Cluster {
             addrs: BTreeMap::new(),
             nodes: BTreeMap::new(),
             snapshot_every,
+            heartbeat_ms,
         };
         for id in 1..=3 {
             cluster.boot(id, "127.0.0.1:0".parse().unwrap()).await;
@@ -55,7 +65,8 @@ impl Cluster {
     }
 
     async fn boot(&mut self, id: NodeId, listen: SocketAddr) {
-        let mut options = NodeOptions::new(id, listen, self.dirs[&id].clone());
+        let mut options =
+            NodeOptions::new(id, listen, self.dirs[&id].clone()).heartbeat(self.heartbeat_ms);
         options.config.snapshot_policy =
             openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_every);
         options.config.max_in_snapshot_log_to_keep = 0;
@@ -398,4 +409,28 @@ async fn a_large_scan_comes_in_bounded_pages_through_a_follower() {
     let limited = client.scan(b"", None, 20).await.unwrap();
     assert_eq!(limited.len(), 20);
     assert_eq!(limited[19].value, value(19));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_at_the_engines_limit_commits_without_an_election() {
+    let cluster = Cluster::start_with(10_000, sift_raft::DEFAULT_HEARTBEAT_MS).await;
+    let leader = cluster.leader().await;
+    let term = cluster.status(leader).term;
+    let follower = *cluster.nodes.keys().find(|id| **id != leader).unwrap();
+    let value = vec![7u8; siftdb::MAX_VALUE_LEN];
+    cluster.client(follower).put(b"big", &value).await.unwrap();
+    cluster
+        .client(leader)
+        .put(b"small", b"after")
+        .await
+        .unwrap();
+    cluster.converge().await;
+    for (id, node) in &cluster.nodes {
+        assert!(
+            node.data().get(b"big").unwrap() == Some(value.clone()),
+            "node {id}"
+        );
+    }
+    let now = cluster.status(leader);
+    assert_eq!((now.term, now.leader), (term, Some(leader)), "an election");
 }

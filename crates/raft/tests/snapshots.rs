@@ -100,7 +100,11 @@ fn a_node_that_crashes_during_an_install_starts_again_at_the_snapshot() {
     let snapshot = runtime().block_on(async {
         let (_log, mut sm) = sift_raft::open_storage(leader.path(), &[]).await.unwrap();
         apply_puts(&mut sm, 10).await;
-        sm.get_snapshot_builder().await.build_snapshot().await.unwrap()
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .unwrap()
     });
     let covered = snapshot.meta.last_log_id.unwrap();
     runtime().block_on(async {

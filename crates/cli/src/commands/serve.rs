@@ -16,6 +16,9 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
     if args.id == 0 {
         return Err(Failure::usage("--id must be a positive integer"));
     }
+    if args.heartbeat_ms == 0 {
+        return Err(Failure::usage("--heartbeat-ms must be a positive integer"));
+    }
     let value_indexes = args
         .indexes
         .iter()
@@ -27,7 +30,7 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
         })
         .collect::<Outcome<Vec<_>>>()?;
     runtime()?.block_on(async {
-        let mut options = NodeOptions::new(args.id, args.listen, db);
+        let mut options = NodeOptions::new(args.id, args.listen, db).heartbeat(args.heartbeat_ms);
         options.value_indexes = value_indexes;
         let node = Node::start(options).await.map_err(failure)?;
         eprintln!(
