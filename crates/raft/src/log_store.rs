@@ -31,9 +31,13 @@ type StorageResult<T> = Result<T, StorageError<NodeId>>;
 #[derive(Clone, Debug)]
 pub struct LogStore {
     db: Arc<Db>,
-    /// Set when the log belongs to a state machine: a purge waits until
-    /// it is safe.
+    /// Set when the log belongs to a state machine: says when a purge is
+    /// safe.
     purges: Option<PurgeWait>,
+    /// A purge that was not safe yet, made in the background once it is;
+    /// every later change of the log waits for it first, so the log never
+    /// holds entries after a gap.
+    deferred: Arc<tokio::sync::Mutex<Option<tokio::task::JoinHandle<StorageResult<()>>>>>,
 }
 
 impl LogStore {
@@ -56,6 +60,7 @@ impl LogStore {
         Ok(Self {
             db: Arc::new(db),
             purges: None,
+            deferred: Arc::default(),
         })
     }
 
@@ -289,7 +294,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<_> = entries.into_iter().collect();
-        let written = self.off_thread(|log| log.append_now(entries)).await;
+        let written = match self.settle().await {
+            Ok(()) => self.off_thread(|log| log.append_now(entries)).await,
+            Err(e) => Err(e),
+        };
         let reported = written
             .as_ref()
             .map(|_| ())
@@ -299,6 +307,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
+        self.settle().await?;
         self.off_thread(move |log| {
             log.delete_entries((Included(log_id.index), Unbounded), WriteBatch::new())
         })
@@ -306,29 +315,49 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> StorageResult<()> {
-        if let Some(purges) = &mut self.purges {
-            purges.until_purgeable(log_id.index).await.map_err(|e| {
-                io_error(
-                    ErrorSubject::Logs,
-                    ErrorVerb::Delete,
-                    &std::io::Error::other(e),
-                )
-            })?;
+        self.settle().await?;
+        match &self.purges {
+            Some(wait) if !wait.purgeable(log_id.index) => {
+                // openraft purges as it queues a snapshot's install: the
+                // purge lands once the install has saved the snapshot.
+                let (log, mut wait) = (self.clone(), wait.clone());
+                let purge = tokio::spawn(async move {
+                    wait.until_purgeable(log_id.index).await.map_err(|e| {
+                        let e = std::io::Error::other(e);
+                        io_error(ErrorSubject::Logs, ErrorVerb::Delete, &e)
+                    })?;
+                    log.off_thread(move |log| log.purge_now(log_id)).await
+                });
+                *self.deferred.lock().await = Some(purge);
+                Ok(())
+            }
+            _ => self.off_thread(move |log| log.purge_now(log_id)).await,
         }
-        self.off_thread(move |log| {
-            // The purged id and the deletions land together: a crash never
-            // leaves a hole below entries the state says are there.
-            let mut batch = WriteBatch::new();
-            let bytes =
-                encode(&log_id).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
-            batch.insert(keys::PURGED, &bytes);
-            log.delete_entries((Unbounded, Included(log_id.index)), batch)
-        })
-        .await
     }
 }
 
 impl LogStore {
+    /// Waits for a deferred purge, if there is one.
+    async fn settle(&self) -> StorageResult<()> {
+        let Some(purge) = self.deferred.lock().await.take() else {
+            return Ok(());
+        };
+        purge
+            .await
+            .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Delete, &e))?
+    }
+
+    /// Deletes the entries up to `log_id` and records it as the last
+    /// purged, in one synced batch: a crash never leaves a hole below
+    /// entries the state says are there.
+    fn purge_now(&self, log_id: LogId<NodeId>) -> StorageResult<()> {
+        let mut batch = WriteBatch::new();
+        let bytes =
+            encode(&log_id).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
+        batch.insert(keys::PURGED, &bytes);
+        self.delete_entries((Unbounded, Included(log_id.index)), batch)
+    }
+
     /// Writes `entries`, each in pieces of [`ENTRY_PIECE_BYTES`], in one
     /// synced batch.
     fn append_now(&self, entries: Vec<Entry<TypeConfig>>) -> StorageResult<()> {
@@ -378,9 +407,13 @@ mod tests {
         let big = 2 * ENTRY_PIECE_BYTES + 5;
         let entries = vec![entry(1, 10), entry(2, big), entry(3, 10), entry(4, big)];
         log.append_now(entries.clone()).unwrap();
-        let all = log.read_entries((Unbounded, Unbounded), usize::MAX).unwrap();
+        let all = log
+            .read_entries((Unbounded, Unbounded), usize::MAX)
+            .unwrap();
         assert_eq!(all, entries);
-        let middle = log.read_entries((Excluded(1), Included(3)), usize::MAX).unwrap();
+        let middle = log
+            .read_entries((Excluded(1), Included(3)), usize::MAX)
+            .unwrap();
         assert_eq!(middle, entries[1..3]);
         assert_eq!(log.last_log_id().unwrap(), Some(entries[3].log_id));
         log.delete_entries((Included(4), Unbounded), WriteBatch::new())
@@ -388,7 +421,9 @@ mod tests {
         assert_eq!(log.last_log_id().unwrap(), Some(entries[2].log_id));
         log.delete_entries((Unbounded, Included(2)), WriteBatch::new())
             .unwrap();
-        let left = log.read_entries((Unbounded, Unbounded), usize::MAX).unwrap();
+        let left = log
+            .read_entries((Unbounded, Unbounded), usize::MAX)
+            .unwrap();
         assert_eq!(left, entries[2..3]);
     }
 

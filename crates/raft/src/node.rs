@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
@@ -47,6 +48,16 @@ pub struct NodeOptions {
 /// three nodes on 2 loaded cores.
 pub const DEFAULT_HEARTBEAT_MS: u64 = 1500;
 
+/// How long a leader waits for the answer to a snapshot's chunk (openraft
+/// 0.9 gives every chunk the same time). The last one is answered once the
+/// follower has installed the whole snapshot: copied, synced, unpacked,
+/// synced and opened. openraft's default (200 ms) is shorter than any
+/// install of a real store, so a large snapshot was sent again and again;
+/// 10 minutes covers tens of GiB. A follower that goes down answers at
+/// once (the connection is refused), so only a paused one holds a transfer
+/// this long.
+const SNAPSHOT_INSTALL_TIMEOUT_MS: u64 = 600_000;
+
 impl NodeOptions {
     /// A node with timeouts that fit the largest command
     /// ([`DEFAULT_HEARTBEAT_MS`]), snapshotting every 10,000 entries.
@@ -54,6 +65,7 @@ impl NodeOptions {
         let config = Config {
             cluster_name: "sift".into(),
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(10_000),
+            install_snapshot_timeout: SNAPSHOT_INSTALL_TIMEOUT_MS,
             ..Config::default()
         };
         Self {
@@ -91,6 +103,7 @@ pub(crate) struct Shared {
     pub(crate) data: DataHandle,
     pub(crate) partition: Partition,
     client: reqwest::Client,
+    snapshot_transfers: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -132,7 +145,7 @@ impl Node {
         let (log, sm) = crate::open_storage(&options.dir, &options.value_indexes)
             .await
             .map_err(|e| ApiError::Unavailable(format!("{}: {e}", options.dir.display())))?;
-        let data = sm.data();
+        let (data, snapshot_transfers) = (sm.data(), sm.snapshot_transfers());
         let client = reqwest::Client::new();
         let partition = Partition::default();
         let network = Network {
@@ -149,6 +162,7 @@ impl Node {
             data,
             partition,
             client,
+            snapshot_transfers,
         });
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let router = crate::server::router(Arc::clone(&shared));
@@ -381,6 +395,7 @@ impl Shared {
             last_log_index: metrics.last_log_index,
             last_applied: metrics.last_applied.map(|id| id.index),
             snapshot: metrics.snapshot.map(|id| id.index),
+            snapshot_transfers: self.snapshot_transfers.load(Ordering::Relaxed),
         }
     }
 }

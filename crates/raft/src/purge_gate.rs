@@ -7,7 +7,9 @@
 //! snapshot durable would leave a log purged past anything the node holds:
 //! it could not start again. So, while a snapshot is arriving, a purge past
 //! the current snapshot waits until the install has made its snapshot
-//! current. (The state machine's data may still be behind it after a crash:
+//! current: the log answers openraft at once and purges in the background,
+//! and its next change waits for that purge (`LogStore::purge`). (The state
+//! machine's data may still be behind the snapshot after a crash:
 //! [`crate::open_storage`] installs the current snapshot again then.)
 //!
 //! A purge openraft asks for after a build never waits: it stops at the
@@ -24,6 +26,12 @@ struct Durable {
     arriving: bool,
     /// An install failed: the purge it came with must not happen.
     failed: bool,
+}
+
+impl Durable {
+    fn allows(&self, index: u64) -> bool {
+        !self.arriving || self.covered >= Some(index)
+    }
 }
 
 /// The state machine's side: says what is durable.
@@ -71,6 +79,11 @@ impl PurgeGate {
 }
 
 impl PurgeWait {
+    /// Whether the log may be purged up to `index` now.
+    pub(crate) fn purgeable(&self, index: u64) -> bool {
+        self.0.borrow().allows(index)
+    }
+
     /// Waits until the log may be purged up to `index`.
     ///
     /// # Errors
@@ -79,7 +92,7 @@ impl PurgeWait {
     pub(crate) async fn until_purgeable(&mut self, index: u64) -> Result<(), &'static str> {
         let durable = self
             .0
-            .wait_for(|d| d.failed || !d.arriving || d.covered >= Some(index))
+            .wait_for(|d| d.failed || d.allows(index))
             .await
             .map_err(|_| "the state machine is closed")?;
         if durable.failed {

@@ -43,6 +43,8 @@ pub(crate) struct Snapshots {
     saving: tokio::sync::Mutex<()>,
     /// Told what the current snapshot covers, for the log's purges.
     pub(crate) gate: PurgeGate,
+    /// Transfers begun since the node started.
+    pub(crate) transfers: Arc<AtomicU64>,
 }
 
 impl Snapshots {
@@ -71,6 +73,7 @@ impl Snapshots {
             next: AtomicU64::new(next),
             saving: tokio::sync::Mutex::new(()),
             gate: PurgeGate::new(None),
+            transfers: Arc::default(),
         };
         if let Some((_, meta)) = snapshots.current_meta().map_err(fail)? {
             snapshots.gate = PurgeGate::new(meta.last_log_id.map(|id| id.index));

@@ -12,6 +12,7 @@
 //! installed snapshot unpacks into the next generation, which replaces it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use openraft::storage::{RaftStateMachine, Snapshot};
@@ -201,6 +202,11 @@ impl StateMachine {
     /// Read access to the data, shared with the node's API.
     pub fn data(&self) -> DataHandle {
         self.data.clone()
+    }
+
+    /// The count of snapshot transfers begun since it opened.
+    pub(crate) fn snapshot_transfers(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.snapshots.transfers)
     }
 
     /// What the log's purges wait for.
@@ -466,6 +472,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let (n, file) = self.snapshots.receive().await?;
         self.receiving = Some(n);
         self.snapshots.gate.arriving();
+        self.snapshots.transfers.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(file))
     }
 

@@ -121,7 +121,14 @@ impl Cluster {
             if applied.len() == 1 {
                 return;
             }
-            assert!(start.elapsed() < PATIENCE, "not converged: {applied:?}");
+            assert!(
+                start.elapsed() < PATIENCE,
+                "not converged: {:?}",
+                self.nodes
+                    .keys()
+                    .map(|id| self.status(*id))
+                    .collect::<Vec<_>>()
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -433,4 +440,45 @@ async fn a_value_at_the_engines_limit_commits_without_an_election() {
     }
     let now = cluster.status(leader);
     assert_eq!((now.term, now.leader), (term, Some(leader)), "an election");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_catches_up_by_a_snapshot_that_takes_long_to_install() {
+    // Values of 4 MiB: the default heartbeat, which fits large messages.
+    let mut cluster = Cluster::start_with(10, sift_raft::DEFAULT_HEARTBEAT_MS).await;
+    let leader = cluster.leader().await;
+    let behind = *cluster.nodes.keys().find(|id| **id != leader).unwrap();
+    let listen = cluster.addrs[&behind];
+    cluster.stop(behind).await;
+    let value = vec![3u8; 4 << 20];
+    for i in 0..24 {
+        cluster.client(leader).put(&key(i), &value).await.unwrap();
+    }
+    let start = Instant::now();
+    // Until the leader's last snapshot is built (every 10 entries): one
+    // built during the transfer would be sent too.
+    let settled = |s: Status| {
+        s.snapshot
+            .is_some_and(|snap| s.last_applied.unwrap() - snap < 10)
+    };
+    while !settled(cluster.status(leader)) {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "no snapshot: {:?}",
+            cluster.status(leader)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.boot(behind, listen).await;
+    cluster.converge().await;
+    // Each snapshot sent once: the leader waited for the install (with
+    // openraft's 200 ms, the last one was sent again and again). The leader
+    // built two while the node was down (at 9 and 19 entries), and may have
+    // begun sending the first before the node came back.
+    let transfers = cluster.status(behind).snapshot_transfers;
+    assert!((1..=2).contains(&transfers), "{transfers} transfers");
+    assert_eq!(
+        cluster.nodes[&behind].data().get(&key(0)).unwrap(),
+        Some(value)
+    );
 }
