@@ -178,6 +178,7 @@ fn print_status(status: &Status, out: &mut Output) -> Outcome {
             "last_log_index": status.last_log_index,
             "last_applied": status.last_applied,
             "snapshot": status.snapshot,
+            "snapshot_transfers": status.snapshot_transfers,
         });
         return out.json_line(&value);
     }
@@ -197,9 +198,10 @@ fn print_status(status: &Status, out: &mut Output) -> Outcome {
         out.line(format!("learner {id} {addr}"))?;
     }
     out.line(format!(
-        "last log index {}, last applied {}, snapshot {}",
+        "last log index {}, last applied {}, snapshot {} ({} transfers received)",
         show(status.last_log_index),
         show(status.last_applied),
-        show(status.snapshot)
+        show(status.snapshot),
+        status.snapshot_transfers
     ))
 }
