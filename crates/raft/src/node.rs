@@ -40,6 +40,14 @@ pub struct NodeOptions {
     /// Value indexes of the state machine (every node must declare the
     /// same).
     pub value_indexes: Vec<siftdb::IndexDef>,
+    /// The most client requests (writes and reads) served at once; more
+    /// are answered [`ApiError::Unavailable`] at once, and the client backs
+    /// off, rather than queued without bound.
+    pub max_client_requests: usize,
+    /// How long a client request may take, the upload of its body
+    /// included: a client that sends slowly or stalls holds its place only
+    /// this long.
+    pub client_request_timeout: Duration,
 }
 
 /// The default heartbeat interval, in milliseconds. openraft gives each
@@ -74,6 +82,8 @@ impl NodeOptions {
             dir: dir.into(),
             config,
             value_indexes: Vec::new(),
+            max_client_requests: 256,
+            client_request_timeout: Duration::from_secs(60),
         }
         .heartbeat(DEFAULT_HEARTBEAT_MS)
     }
@@ -104,6 +114,9 @@ pub(crate) struct Shared {
     pub(crate) partition: Partition,
     client: reqwest::Client,
     snapshot_transfers: Arc<AtomicU64>,
+    /// Permits for client requests (`NodeOptions::max_client_requests`).
+    pub(crate) client_requests: tokio::sync::Semaphore,
+    pub(crate) client_request_timeout: Duration,
 }
 
 impl std::fmt::Debug for Shared {
@@ -163,6 +176,8 @@ impl Node {
             partition,
             client,
             snapshot_transfers,
+            client_requests: tokio::sync::Semaphore::new(options.max_client_requests),
+            client_request_timeout: options.client_request_timeout,
         });
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let router = crate::server::router(Arc::clone(&shared));

@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{self, Member};
+use crate::api::{self, ApiError, Member};
 use crate::codec::{decode, encode};
 use crate::network::{self, FROM};
 use crate::node::Shared;
@@ -28,18 +29,38 @@ const MAX_BODY: usize =
 
 /// Every route of the node.
 pub(crate) fn router(node: Arc<Shared>) -> Router {
+    // Writes and reads take a permit and have a deadline; Raft's RPCs come
+    // from a few peers, which time them out themselves.
+    let client = Router::new()
+        .route(api::WRITE, post(write))
+        .route(api::READ, post(read))
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&node), admit));
     Router::new()
         .route(network::APPEND, post(append))
         .route(network::VOTE, post(vote))
         .route(network::SNAPSHOT, post(snapshot))
-        .route(api::WRITE, post(write))
-        .route(api::READ, post(read))
         .route(api::INIT, post(init))
         .route(api::ADD_LEARNER, post(add_learner))
         .route(api::CHANGE_MEMBERSHIP, post(change_membership))
         .route(api::STATUS, get(status))
+        .merge(client)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(node)
+}
+
+/// Serves a client request if a permit is free, within the deadline;
+/// otherwise answers [`ApiError::Unavailable`] (the client backs off and
+/// retries; a write cut short may still take effect, as after any timeout).
+async fn admit(State(node): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let refused = |why: String| answer(&Err::<(), _>(ApiError::Unavailable(why)));
+    let Ok(_permit) = node.client_requests.try_acquire() else {
+        return refused("the node is busy: too many requests at once".into());
+    };
+    let deadline = node.client_request_timeout;
+    match tokio::time::timeout(deadline, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => refused(format!("the request took longer than {deadline:?}")),
+    }
 }
 
 /// Decodes a request, unless it comes from a node this one is cut off

@@ -64,24 +64,32 @@ impl DataHandle {
     }
 
     /// Up to `limit` user entries whose value is `value` by the value index
-    /// `index`, in key order.
+    /// `index`, the first in key order.
+    ///
+    /// The search yields matches in no particular order: the first `limit`
+    /// in key order are kept in a heap as they come, so memory holds
+    /// `limit` entries however many match.
     ///
     /// # Errors
     /// [`siftdb::Error::InvalidArgument`] if there is no such index; what
     /// the search reads.
     pub fn find(&self, index: &str, value: &[u8], limit: usize) -> siftdb::Result<Vec<Pair>> {
-        let mut found = Vec::new();
+        let mut first = std::collections::BinaryHeap::new();
         for item in self.db().find(index, value)? {
             let (mut key, value) = item?;
             // The state machine's own records are not user data.
-            if key.first() == Some(&keys::DATA) {
-                key.remove(0);
-                found.push((key, value));
+            if key.first() != Some(&keys::DATA) {
+                continue;
+            }
+            key.remove(0);
+            if first.len() < limit {
+                first.push((key, value));
+            } else if first.peek().is_some_and(|(last, _)| key < *last) {
+                first.pop();
+                first.push((key, value));
             }
         }
-        found.sort_unstable();
-        found.truncate(limit);
-        Ok(found)
+        Ok(first.into_sorted_vec())
     }
 
     /// One page of user entries with keys in `[lower, upper)` (`upper`

@@ -368,6 +368,11 @@ async fn find_searches_by_value_through_any_node() {
         .unwrap();
     let keys: Vec<Vec<u8>> = found.into_iter().map(|kv| kv.key).collect();
     assert_eq!(keys, vec![key(0), key(4)]);
+    // A limit keeps the first matches in key order, whatever order the
+    // search meets them in.
+    let limited = cluster.client(3).find("color", b"red", 1).await.unwrap();
+    assert_eq!(limited.len(), 1);
+    assert_eq!(limited[0].key, key(0));
     assert!(
         cluster
             .client(3)
