@@ -2,8 +2,6 @@
 //! holds its place only until the deadline, and requests past the most
 //! served at once are refused at once rather than queued.
 
-#![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
-
 use std::time::Duration;
 
 use sift_raft::api::ApiError;
