@@ -22,6 +22,7 @@ mod command;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod keys;
+pub mod linearizable;
 mod log_store;
 mod network;
 mod node;
