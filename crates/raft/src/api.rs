@@ -152,4 +152,25 @@ pub enum ApiError {
     /// effect.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// The node's storage failed the request: damaged data or an I/O
+    /// error. Asking the same node again will not help: the client does
+    /// not retry it, and the node's operator must look.
+    #[error("storage failure: {0}")]
+    Storage(String),
+}
+
+impl From<siftdb::Error> for ApiError {
+    /// What an engine error means to a client: bad arguments are
+    /// [`ApiError::Invalid`]; damage and I/O errors
+    /// [`ApiError::Storage`]; the rest (a closed database, a background
+    /// failure, a write stall) [`ApiError::Unavailable`].
+    fn from(error: siftdb::Error) -> Self {
+        match error {
+            siftdb::Error::InvalidArgument(why) => Self::Invalid(why),
+            siftdb::Error::Corruption { .. } | siftdb::Error::Io { .. } => {
+                Self::Storage(error.to_string())
+            }
+            error => Self::Unavailable(error.to_string()),
+        }
+    }
 }

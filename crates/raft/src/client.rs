@@ -194,7 +194,8 @@ impl Client {
                     addr = leader.addr;
                     continue;
                 }
-                Err(error @ ApiError::Invalid(_)) => return Err(error),
+                // Retrying cannot help.
+                Err(error @ (ApiError::Invalid(_) | ApiError::Storage(_))) => return Err(error),
                 Err(error) => error,
             };
             if Instant::now() >= deadline {
@@ -380,7 +381,55 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+
+    /// A node that answers every read with `error`, and counts the reads.
+    async fn failing_node(error: ApiError) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&asked);
+        let answer = async move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            encode(&Err::<(), _>(error.clone())).unwrap()
+        };
+        let router = axum::Router::new().route(api::READ, axum::routing::post(answer));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        (addr, asked)
+    }
+
+    #[tokio::test]
+    async fn a_storage_failure_is_not_retried_and_unavailability_is() {
+        let (addr, asked) = failing_node(ApiError::Storage("a damaged table".into())).await;
+        let client = Client::new(addr).retry_for(Duration::from_secs(10));
+        let answer = client.get(b"k").await;
+        assert!(matches!(answer, Err(ApiError::Storage(_))), "{answer:?}");
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+
+        let (addr, asked) = failing_node(ApiError::Unavailable("no quorum".into())).await;
+        let client = Client::new(addr).retry_for(RETRY_PAUSE * 3);
+        let answer = client.get(b"k").await;
+        assert!(
+            matches!(answer, Err(ApiError::Unavailable(_))),
+            "{answer:?}"
+        );
+        assert!(asked.load(Ordering::Relaxed) > 1);
+    }
+
+    #[test]
+    fn engine_errors_are_told_apart_by_whether_a_retry_can_help() {
+        let invalid = siftdb::Error::InvalidArgument("a key too long".into());
+        assert!(matches!(ApiError::from(invalid), ApiError::Invalid(_)));
+        let damaged = siftdb::Error::Io {
+            path: "table-1.sst".into(),
+            source: std::io::Error::other("bad sector"),
+        };
+        assert!(matches!(ApiError::from(damaged), ApiError::Storage(_)));
+        let stalled = siftdb::Error::Background("a flush failed".into());
+        assert!(matches!(ApiError::from(stalled), ApiError::Unavailable(_)));
+    }
 
     #[test]
     fn requests_are_numbered_and_carry_the_first_unanswered() {

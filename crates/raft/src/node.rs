@@ -417,10 +417,6 @@ impl Shared {
 
 /// Answers `read` from `data`.
 fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
-    let failed = |e: siftdb::Error| match e {
-        siftdb::Error::InvalidArgument(why) => ApiError::Invalid(why),
-        e => ApiError::Unavailable(e.to_string()),
-    };
     let listed = |entries: Vec<(Vec<u8>, Vec<u8>)>| {
         entries
             .into_iter()
@@ -428,7 +424,7 @@ fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
             .collect()
     };
     match read {
-        Read::Get { key } => Ok(ReadAnswer::Value(data.get(&key).map_err(failed)?)),
+        Read::Get { key } => Ok(ReadAnswer::Value(data.get(&key).map_err(ApiError::from)?)),
         Read::Scan {
             lower,
             upper,
@@ -436,7 +432,7 @@ fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
         } => {
             let (entries, more) = data
                 .scan_page(&lower, upper.as_deref(), limit, api::MAX_PAGE_BYTES)
-                .map_err(failed)?;
+                .map_err(ApiError::from)?;
             Ok(ReadAnswer::Page {
                 entries: listed(entries),
                 more,
@@ -447,7 +443,7 @@ fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
             value,
             limit,
         } => Ok(ReadAnswer::Entries(listed(
-            data.find(&index, &value, limit).map_err(failed)?,
+            data.find(&index, &value, limit).map_err(ApiError::from)?,
         ))),
     }
 }
