@@ -6,7 +6,9 @@
 //! entries send restarted nodes a snapshot. Every key's history must be
 //! linearizable, and every node must start again and converge.
 //!
-//! It runs for `SIFT_FAULT_SECS` seconds (20 by default, as in CI).
+//! It runs for `SIFT_FAULT_SECS` seconds (20 by default, as in CI), with
+//! faults and operations drawn from `SIFT_FAULT_SEED` (by default from the
+//! clock; the test prints it, to replay a schedule).
 
 #![expect(
     clippy::unwrap_used,
@@ -95,12 +97,13 @@ fn id_of(bytes: &[u8]) -> u64 {
 /// One client: operations on random keys through random nodes until
 /// `until`, each recorded with its call and answer times.
 async fn client(
+    seed: u64,
     me: u64,
     addrs: Vec<SocketAddr>,
     histories: Arc<Histories>,
     until: Instant,
 ) -> usize {
-    let mut rng = Rng(me);
+    let mut rng = Rng(seed ^ me);
     // What this client last read of each key: the value's id and length.
     let mut last_read: BTreeMap<u64, Option<(u64, usize)>> = BTreeMap::new();
     let mut done = 0;
@@ -199,8 +202,8 @@ fn unknown(e: ApiError) -> Answer<u64> {
 }
 
 /// The faults, one after another until `until`.
-async fn nemesis(cluster: &mut Cluster, until: Instant) -> Vec<&'static str> {
-    let mut rng = Rng(0xFA17);
+async fn nemesis(seed: u64, cluster: &mut Cluster, until: Instant) -> Vec<&'static str> {
+    let mut rng = Rng(seed);
     let mut faults = Vec::new();
     let ids: Vec<NodeId> = cluster.addrs.keys().copied().collect();
     while Instant::now() < until {
@@ -262,6 +265,14 @@ async fn histories_under_kills_and_partitions_are_linearizable() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
+    let seed = std::env::var("SIFT_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            now.map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("SIFT_FAULT_SEED={seed}");
     let mut cluster = Cluster::start_with(50, HEARTBEAT_MS).await;
     let addrs: Vec<SocketAddr> = cluster.addrs.values().copied().collect();
     let histories = Arc::new(Histories {
@@ -270,9 +281,17 @@ async fn histories_under_kills_and_partitions_are_linearizable() {
     });
     let until = Instant::now() + Duration::from_secs(seconds);
     let clients: Vec<_> = (1..=CLIENTS)
-        .map(|me| tokio::spawn(client(me, addrs.clone(), Arc::clone(&histories), until)))
+        .map(|me| {
+            tokio::spawn(client(
+                seed,
+                me,
+                addrs.clone(),
+                Arc::clone(&histories),
+                until,
+            ))
+        })
         .collect();
-    let faults = nemesis(&mut cluster, until).await;
+    let faults = nemesis(seed, &mut cluster, until).await;
     let mut operations = 0;
     for client in clients {
         operations += client.await.unwrap();
