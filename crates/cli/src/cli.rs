@@ -138,6 +138,12 @@ pub enum ClusterCommand {
         #[arg(long, value_delimiter = ',', required = true)]
         voters: Vec<u64>,
     },
+    /// Removes a node (voter or learner) from the cluster; then stop it and delete its directory.
+    RemoveNode {
+        /// Its id.
+        #[arg(long)]
+        id: u64,
+    },
 }
 
 /// `sift scan`.

@@ -14,6 +14,7 @@ pub(crate) const READ: &str = "/api/read";
 pub(crate) const INIT: &str = "/cluster/init";
 pub(crate) const ADD_LEARNER: &str = "/cluster/add-learner";
 pub(crate) const CHANGE_MEMBERSHIP: &str = "/cluster/change-membership";
+pub(crate) const REMOVE_NODE: &str = "/cluster/remove-node";
 pub(crate) const STATUS: &str = "/cluster/status";
 
 /// The header a node sets on a request it forwards to the leader: the

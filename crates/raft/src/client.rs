@@ -377,6 +377,17 @@ impl Client {
     pub async fn change_membership(&self, voters: &BTreeSet<NodeId>) -> Result<(), ApiError> {
         self.call(api::CHANGE_MEMBERSHIP, voters).await
     }
+
+    /// Removes node `id` (a voter or a learner) from the cluster; returns
+    /// once the change is committed. The node itself goes on running, cut
+    /// out: stop it and delete its directory.
+    ///
+    /// # Errors
+    /// See [`ApiError`]; [`ApiError::Invalid`] if it is not a member, or if
+    /// removing it would leave no voter.
+    pub async fn remove_node(&self, id: NodeId) -> Result<(), ApiError> {
+        self.call(api::REMOVE_NODE, &id).await
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
-use openraft::{BasicNode, Config, ServerState};
+use openraft::{BasicNode, ChangeMembers, Config, ServerState};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -360,6 +360,26 @@ impl Shared {
     /// learners).
     pub(crate) async fn change_membership(&self, voters: BTreeSet<NodeId>) -> Result<(), ApiError> {
         match self.raft.change_membership(voters, true).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.membership_error(&e)),
+        }
+    }
+
+    /// Removes node `id` from the cluster: a voter stops voting and a
+    /// learner stops receiving the log; either way the cluster forgets it.
+    pub(crate) async fn remove_node(&self, id: NodeId) -> Result<(), ApiError> {
+        let membership = self.raft.metrics().borrow().membership_config.clone();
+        let membership = membership.membership();
+        let change = if membership.voter_ids().any(|voter| voter == id) {
+            ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+        } else if membership.get_node(&id).is_some() {
+            ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+        } else {
+            return Err(ApiError::Invalid(format!(
+                "node {id} is not in the cluster"
+            )));
+        };
+        match self.raft.change_membership(change, false).await {
             Ok(_) => Ok(()),
             Err(e) => Err(self.membership_error(&e)),
         }

@@ -42,6 +42,7 @@ pub(crate) fn router(node: Arc<Shared>) -> Router {
         .route(api::INIT, post(init))
         .route(api::ADD_LEARNER, post(add_learner))
         .route(api::CHANGE_MEMBERSHIP, post(change_membership))
+        .route(api::REMOVE_NODE, post(remove_node))
         .route(api::STATUS, get(status))
         .merge(client)
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -160,6 +161,13 @@ async fn change_membership(
 ) -> Response {
     serve(&node, &headers, &body, async |voters| {
         node.change_membership(voters).await
+    })
+    .await
+}
+
+async fn remove_node(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    serve(&node, &headers, &body, async |id| {
+        node.remove_node(id).await
     })
     .await
 }

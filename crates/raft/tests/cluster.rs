@@ -188,7 +188,7 @@ async fn a_transaction_is_one_entry_that_applies_only_if_its_reads_still_hold() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_learner_joins_catches_up_and_becomes_a_voter() {
+async fn a_learner_joins_catches_up_becomes_a_voter_and_is_removed() {
     let mut cluster = Cluster::start(10_000).await;
     for i in 0..20 {
         cluster.client(1).put(&key(i), b"v").await.unwrap();
@@ -213,6 +213,18 @@ async fn a_learner_joins_catches_up_and_becomes_a_voter() {
         cluster.nodes[&4].data().get(&key(19)).unwrap(),
         Some(b"v".to_vec())
     );
+    // And it leaves again: removed through another node, and stopped.
+    cluster.client(2).remove_node(4).await.unwrap();
+    let status = cluster.status(cluster.leader().await);
+    assert_eq!(
+        status.members.keys().copied().collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(status.learners.is_empty());
+    cluster.stop(4).await;
+    cluster.client(1).put(b"after", b"removal").await.unwrap();
+    let unknown = cluster.client(1).remove_node(9).await;
+    assert!(matches!(unknown, Err(ApiError::Invalid(_))), "{unknown:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,6 +146,9 @@ fn cluster(
                 .block_on(client.change_membership(&voters))
                 .map_err(failure)
         }
+        ClusterCommand::RemoveNode { id } => {
+            runtime.block_on(client.remove_node(id)).map_err(failure)
+        }
     }
 }
 
