@@ -261,7 +261,7 @@ async fn nemesis(seed: u64, cluster: &mut Cluster, until: Instant) -> Vec<&'stat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn histories_under_kills_and_partitions_are_linearizable() {
-    let seconds = std::env::var("SIFT_FAULT_SECS")
+    let seconds: u64 = std::env::var("SIFT_FAULT_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
@@ -328,7 +328,12 @@ async fn histories_under_kills_and_partitions_are_linearizable() {
     eprintln!(
         "{seconds} s: {operations} operations ({unknown} with unknown outcome), faults: {faults:?}"
     );
-    assert!(faults.len() >= seconds as usize / 3, "too few faults");
+    // One every 0.5-1.5 s, and longer on a loaded machine (a stop and a
+    // restart take a while): at least one per 5 s.
+    assert!(
+        faults.len() as u64 >= seconds / 5,
+        "too few faults: {faults:?}"
+    );
     for (k, history) in by_key.iter() {
         if let Err(violation) = linearizable::check(None, history) {
             panic!("key {k}: {violation}; its history: {history:?}");
