@@ -101,7 +101,8 @@ pub struct ServeArgs {
     pub listen: std::net::SocketAddr,
     /// Declare value index NAME on the JSON field FIELD of the values
     /// (NAME=FIELD, repeatable; FIELD may be a JSON Pointer such as
-    /// /user/name). Every node must be started with the same.
+    /// /user/name). Every node must be started with the same; `sift
+    /// cluster index add` defines one on every node through the log instead.
     #[arg(long = "index", value_name = "NAME=FIELD")]
     pub indexes: Vec<String>,
     /// Heartbeat interval in milliseconds; elections wait 3 to 6 times it.
@@ -143,6 +144,28 @@ pub enum ClusterCommand {
         /// Its id.
         #[arg(long)]
         id: u64,
+    },
+    /// Defines or drops a value index on every node, through the log.
+    #[command(subcommand)]
+    Index(ClusterIndexCommand),
+}
+
+/// `sift cluster index`.
+#[derive(Subcommand, Debug)]
+pub enum ClusterIndexCommand {
+    /// Defines value index NAME on the JSON field FIELD of the values (FIELD may be a JSON Pointer
+    /// such as /user/name); `find --index NAME` then searches it through any node.
+    Add {
+        /// The index's name.
+        name: String,
+        /// The JSON field.
+        #[arg(long)]
+        field: String,
+    },
+    /// Drops value index NAME.
+    Drop {
+        /// The index's name.
+        name: String,
     },
 }
 

@@ -378,6 +378,40 @@ impl Client {
         self.call(api::CHANGE_MEMBERSHIP, voters).await
     }
 
+    /// Defines value index `name` on the JSON field at `pointer` (such as
+    /// `/user/name`) on every node, through the log.
+    ///
+    /// # Errors
+    /// [`ApiError::Invalid`] if the engine refuses the definition (a bad
+    /// pointer, or the name already used for another field); see
+    /// [`ApiError`].
+    pub async fn define_index(&self, name: &str, pointer: &str) -> Result<(), ApiError> {
+        let command = Command::DefineIndex {
+            name: name.to_string(),
+            pointer: pointer.to_string(),
+        };
+        self.index_change(&command).await
+    }
+
+    /// Drops value index `name` on every node, through the log.
+    ///
+    /// # Errors
+    /// See [`ApiError`].
+    pub async fn drop_index(&self, name: &str) -> Result<(), ApiError> {
+        let command = Command::DropIndex {
+            name: name.to_string(),
+        };
+        self.index_change(&command).await
+    }
+
+    async fn index_change(&self, command: &Command) -> Result<(), ApiError> {
+        match self.write(command).await?.outcome {
+            Outcome::Applied => Ok(()),
+            Outcome::Rejected { reason } => Err(ApiError::Invalid(reason)),
+            other => Err(ApiError::Unavailable(format!("{other:?}"))),
+        }
+    }
+
     /// Removes node `id` (a voter or a learner) from the cluster; returns
     /// once the change is committed. The node itself goes on running, cut
     /// out: stop it and delete its directory.

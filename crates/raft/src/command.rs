@@ -49,6 +49,21 @@ pub enum Command {
         /// What it writes.
         ops: Vec<Op>,
     },
+    /// Defines value index `name` on the JSON field at `pointer` (a JSON
+    /// Pointer, such as `/user/name`) of the values, on every node: from
+    /// then on `find` searches it through any node, and a node that
+    /// restarts or installs a snapshot keeps it.
+    DefineIndex {
+        /// The index's name.
+        name: String,
+        /// The field, as a JSON Pointer.
+        pointer: String,
+    },
+    /// Drops value index `name` on every node.
+    DropIndex {
+        /// The index's name.
+        name: String,
+    },
 }
 
 /// Where a command comes from, so that a retry is applied once (the Raft
@@ -148,6 +163,8 @@ impl Command {
         let (checks, ops) = match self {
             Self::Write(ops) => (&[][..], ops),
             Self::Txn { checks, ops } => (checks.as_slice(), ops),
+            Self::DefineIndex { name, pointer } => return name.len() + pointer.len(),
+            Self::DropIndex { name } => return name.len(),
         };
         let checked = checks
             .iter()
@@ -167,6 +184,9 @@ impl Command {
         let (checks, ops) = match self {
             Self::Write(ops) => (&[][..], ops),
             Self::Txn { checks, ops } => (checks.as_slice(), ops),
+            // The engine checks a definition as it applies it, alike on
+            // every node.
+            Self::DefineIndex { .. } | Self::DropIndex { .. } => (&[][..], &Vec::new()),
         };
         let keys = checks
             .iter()

@@ -377,6 +377,14 @@ fn stage(db: &Db, command: Command, batch: &mut WriteBatch) -> siftdb::Result<Ou
             }
             ops
         }
+        Command::DefineIndex { name, pointer } => return define_index(db, name, &pointer),
+        Command::DropIndex { name } => {
+            if !db.indexes().iter().any(|index| index.name == name) {
+                // Dropped already (this entry applied again after a crash).
+                return Ok(Outcome::Applied);
+            }
+            return rejected_if_invalid(db.drop_index(&name));
+        }
     };
     for op in ops {
         match op {
@@ -434,6 +442,31 @@ fn apply_entries(db: &Db, entries: Vec<Entry>) -> StorageResult<Applied> {
 
 /// A log entry.
 type Entry = <TypeConfig as RaftTypeConfig>::Entry;
+
+/// Defines value index `name` on the JSON field at `pointer`, at once (the
+/// engine writes the definition to its manifest); applied again after a
+/// crash, the same definition is already there.
+fn define_index(db: &Db, name: String, pointer: &str) -> siftdb::Result<Outcome> {
+    let def = siftdb::IndexDef::new(name, siftdb::Extractor::json_field(pointer));
+    let wanted = def.extractor().description();
+    match db.indexes().iter().find(|index| index.name == def.name()) {
+        Some(index) if index.extractor == wanted => Ok(Outcome::Applied),
+        Some(index) => Ok(Outcome::Rejected {
+            reason: format!("index {:?} is defined on {}", index.name, index.extractor),
+        }),
+        None => rejected_if_invalid(db.add_index(def)),
+    }
+}
+
+/// An index change the engine refused as invalid is an outcome, the same
+/// on every node; other errors fail the apply.
+fn rejected_if_invalid(changed: siftdb::Result<()>) -> siftdb::Result<Outcome> {
+    match changed {
+        Ok(()) => Ok(Outcome::Applied),
+        Err(siftdb::Error::InvalidArgument(reason)) => Ok(Outcome::Rejected { reason }),
+        Err(e) => Err(e),
+    }
+}
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
     type SnapshotBuilder = SnapshotBuilder;

@@ -365,3 +365,64 @@ async fn a_follower_catches_up_by_a_snapshot_that_takes_long_to_install() {
         Some(value)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_defined_through_the_log_reaches_every_node() {
+    let mut cluster = Cluster::start(50).await;
+    let leader = cluster.leader().await;
+    let behind = *cluster.nodes.keys().find(|id| **id != leader).unwrap();
+    let listen = cluster.addrs[&behind];
+    cluster.stop(behind).await;
+    let other = *cluster.nodes.keys().find(|id| **id != leader).unwrap();
+    cluster
+        .client(other)
+        .define_index("size", "/size")
+        .await
+        .unwrap();
+    let mut large = Vec::new();
+    for i in 0..120 {
+        let size = if i % 3 == 0 { "L" } else { "M" };
+        let value = format!("{{\"size\":\"{size}\"}}");
+        cluster
+            .client(leader)
+            .put(&key(i), value.as_bytes())
+            .await
+            .unwrap();
+        if size == "L" {
+            large.push(key(i));
+        }
+    }
+    let found = |answer: Vec<sift_raft::api::KeyValue>| -> Vec<Vec<u8>> {
+        answer.into_iter().map(|kv| kv.key).collect()
+    };
+    let through_other = cluster.client(other).find("size", b"L", usize::MAX).await;
+    assert_eq!(found(through_other.unwrap()), large);
+    // The node that was down catches up (by snapshot: the log is purged
+    // every 50 entries) and has the index too.
+    cluster.boot(behind, listen).await;
+    cluster.converge().await;
+    let local: Vec<Vec<u8>> = cluster.nodes[&behind]
+        .data()
+        .find("size", b"L", usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
+    assert_eq!(local, large);
+    assert!(cluster.status(behind).snapshot_transfers >= 1);
+    // The same definition again is a no-op; another field under the name
+    // is refused, alike on every node.
+    cluster
+        .client(1)
+        .define_index("size", "/size")
+        .await
+        .unwrap();
+    let other_field = cluster.client(1).define_index("size", "/weight").await;
+    assert!(
+        matches!(other_field, Err(ApiError::Invalid(_))),
+        "{other_field:?}"
+    );
+    cluster.client(2).drop_index("size").await.unwrap();
+    let dropped = cluster.client(3).find("size", b"L", 10).await;
+    assert!(matches!(dropped, Err(ApiError::Invalid(_))), "{dropped:?}");
+}

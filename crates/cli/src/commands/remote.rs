@@ -7,7 +7,8 @@ use serde_json::json;
 use sift_raft::Client;
 use sift_raft::api::{ApiError, Status};
 
-use crate::cli::{ClusterCommand, Command, FindMethod, ScanArgs};
+use super::import::pointer;
+use crate::cli::{ClusterCommand, ClusterIndexCommand, Command, FindMethod, ScanArgs};
 use crate::error::{Failure, Outcome};
 use crate::output::Output;
 
@@ -148,6 +149,12 @@ fn cluster(
         }
         ClusterCommand::RemoveNode { id } => {
             runtime.block_on(client.remove_node(id)).map_err(failure)
+        }
+        ClusterCommand::Index(ClusterIndexCommand::Add { name, field }) => runtime
+            .block_on(client.define_index(&name, &pointer(&field)))
+            .map_err(failure),
+        ClusterCommand::Index(ClusterIndexCommand::Drop { name }) => {
+            runtime.block_on(client.drop_index(&name)).map_err(failure)
         }
     }
 }
