@@ -5,6 +5,7 @@
 #![allow(dead_code, reason = "each test file uses part of it")]
 #![expect(
     clippy::unwrap_used,
+    clippy::panic,
     reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
 )]
 
@@ -72,7 +73,19 @@ impl Cluster {
         options.config.max_in_snapshot_log_to_keep = 0;
         let color = siftdb::Extractor::json_field("/color");
         options.value_indexes = vec![siftdb::IndexDef::new("color", color)];
-        let node = Node::start(options).await.unwrap();
+        // A stopped node's storage closes when the last reader of it is
+        // gone (a read or snapshot build may still be under way): until
+        // then its databases are locked.
+        let start = Instant::now();
+        let node = loop {
+            match Node::start(options.clone()).await {
+                Ok(node) => break node,
+                Err(e) if e.to_string().contains("locked") && start.elapsed() < PATIENCE => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("node {id} does not start: {e}"),
+            }
+        };
         self.addrs.insert(id, node.addr());
         self.nodes.insert(id, node);
     }
