@@ -1,6 +1,7 @@
 //! Three `sift serve` processes on loopback. The leader is SIGKILLed again
 //! and again while a client writes; each time a new leader must take over
-//! within 3 s, the killed node restarts and catches up, and at the end
+//! within 3 s, the killed node restarts and catches up. Then the leader is
+//! paused (SIGSTOP) twice while writes go on through the others. At the end
 //! every acknowledged write is on every node, and nothing that was never
 //! written is. `SIFT_KILLS` sets the number of kills (default 6; the
 //! replication docs record a run of 50).
@@ -86,6 +87,13 @@ async fn converge(nodes: &BTreeMap<u64, Process>) {
     }
 }
 
+/// Sends `signal` (`-STOP`, `-CONT`, `-TERM`) to a node's process.
+fn signal(node: &Process, signal: &str) {
+    let pid = node.child.id().to_string();
+    let sent = Command::new("kill").args([signal, &pid]).status().unwrap();
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_repeated_leader_kills() {
     let kills: usize = std::env::var("SIFT_KILLS")
@@ -143,6 +151,24 @@ async fn acknowledged_writes_survive_repeated_leader_kills() {
         node.child = serve(killed, &node.addr, &node.dir);
         converge(&nodes).await;
     }
+    // A leader paused (SIGSTOP) for 2 s: the others elect a new one and
+    // acknowledge writes meanwhile; resumed, it follows and catches up.
+    for _ in 0..2 {
+        let paused = leader(&nodes).await;
+        let through = *nodes.keys().find(|id| **id != paused).unwrap();
+        let client = Client::new(nodes[&through].addr.clone());
+        signal(&nodes[&paused], "-STOP");
+        let resume_at = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < resume_at {
+            let (key, value) = (format!("k{n:06}"), format!("v{n}"));
+            n += 1;
+            attempted.insert(key.clone());
+            client.put(key.as_bytes(), value.as_bytes()).await.unwrap();
+            acknowledged.insert(key, value);
+        }
+        signal(&nodes[&paused], "-CONT");
+        converge(&nodes).await;
+    }
     failovers.sort();
     let worst = failovers.last().copied().unwrap_or_default();
     eprintln!(
@@ -168,14 +194,7 @@ async fn acknowledged_writes_survive_repeated_leader_kills() {
     leader(&nodes).await;
     converge(&nodes).await;
     for node in nodes.values_mut() {
-        let pid = node.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        signal(node, "-TERM");
         node.child.wait().unwrap();
     }
     for (id, node) in &nodes {
