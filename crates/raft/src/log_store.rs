@@ -26,6 +26,16 @@ use crate::types::{NodeId, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
 
+/// The most bytes of one piece of a stored entry: an entry larger than a
+/// value may be (a command with a value at the engine's limit, and its
+/// framing) is stored in pieces under consecutive keys.
+const ENTRY_PIECE_BYTES: usize = 16 << 20;
+
+/// The most bytes of entries a leader reads for one AppendEntries message
+/// (and at least one entry, however large): a message stays far below the
+/// body limit and is sent well within the RPC timeout.
+pub const MAX_APPEND_BYTES: usize = 8 << 20;
+
 /// The Raft log of one node. Clones share the database (openraft reads the
 /// log from its replication tasks through one).
 #[derive(Clone, Debug)]
@@ -147,6 +157,79 @@ impl LogStore {
         let entries = self.read_entries((Included(index), Included(index)), usize::MAX)?;
         Ok(entries.last().map(|entry| entry.log_id))
     }
+
+    /// The entries with indexes in `range`, in order, until they hold
+    /// `max_bytes` (at least one entry, if the range holds any).
+    fn read_entries(
+        &self,
+        range: (Bound<u64>, Bound<u64>),
+        max_bytes: usize,
+    ) -> StorageResult<Vec<Entry<TypeConfig>>> {
+        let read = |e: &dyn std::error::Error| io_error(ErrorSubject::Logs, ErrorVerb::Read, e);
+        let (mut entries, mut bytes) = (Vec::new(), 0);
+        let mut encoded: Vec<u8> = Vec::new();
+        for item in self.db.range(entry_keys(range.0, range.1)) {
+            let (key, piece) = item.map_err(|e| read(&e))?;
+            let (_, first) = keys::entry_of(&key)
+                .ok_or_else(|| read(&std::io::Error::other("a log key that is no entry's")))?;
+            if first && !encoded.is_empty() {
+                entries.push(decode(&encoded).map_err(|e| read(&e))?);
+                bytes += encoded.len();
+                encoded.clear();
+                if bytes >= max_bytes {
+                    return Ok(entries);
+                }
+            }
+            encoded.extend_from_slice(&piece);
+        }
+        if !encoded.is_empty() {
+            entries.push(decode(&encoded).map_err(|e| read(&e))?);
+        }
+        Ok(entries)
+    }
+
+    /// Waits for a deferred purge, if there is one.
+    async fn settle(&self) -> StorageResult<()> {
+        let Some(purge) = self.deferred.lock().await.take() else {
+            return Ok(());
+        };
+        purge
+            .await
+            .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Delete, &e))?
+    }
+
+    /// Deletes the entries up to `log_id` and records it as the last
+    /// purged, in one synced batch: a crash never leaves a hole below
+    /// entries the state says are there.
+    fn purge_now(&self, log_id: LogId<NodeId>) -> StorageResult<()> {
+        let mut batch = WriteBatch::new();
+        let bytes =
+            encode(&log_id).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
+        batch.insert(keys::PURGED, &bytes);
+        self.delete_entries((Unbounded, Included(log_id.index)), batch)
+    }
+
+    /// Writes `entries`, each in pieces of [`ENTRY_PIECE_BYTES`], in one
+    /// synced batch.
+    fn append_now(&self, entries: Vec<Entry<TypeConfig>>) -> StorageResult<()> {
+        let mut batch = WriteBatch::new();
+        for entry in entries {
+            let fail = |e: &dyn std::error::Error| {
+                io_error(ErrorSubject::Log(entry.log_id), ErrorVerb::Write, e)
+            };
+            let bytes = encode(&entry).map_err(|e| fail(&e))?;
+            let index = entry.log_id.index;
+            for (piece, bytes) in bytes.chunks(ENTRY_PIECE_BYTES).enumerate() {
+                let key = match u8::try_from(piece) {
+                    Ok(0) => keys::entry(index),
+                    Ok(piece) => keys::entry_piece(index, piece),
+                    Err(_) => return Err(fail(&std::io::Error::other("an entry over 4 GiB"))),
+                };
+                batch.insert(key, bytes);
+            }
+        }
+        self.write(&batch, ErrorSubject::Logs)
+    }
 }
 
 /// The keys of the entries with indexes within the bounds, all their
@@ -179,48 +262,6 @@ pub(crate) fn io_error(
     error: &(impl std::error::Error + ?Sized),
 ) -> StorageError<NodeId> {
     StorageIOError::new(subject, verb, AnyError::error(error.to_string())).into()
-}
-
-/// The most bytes of one piece of a stored entry: an entry larger than a
-/// value may be (a command with a value at the engine's limit, and its
-/// framing) is stored in pieces under consecutive keys.
-const ENTRY_PIECE_BYTES: usize = 16 << 20;
-
-/// The most bytes of entries a leader reads for one AppendEntries message
-/// (and at least one entry, however large): a message stays far below the
-/// body limit and is sent well within the RPC timeout.
-pub const MAX_APPEND_BYTES: usize = 8 << 20;
-
-impl LogStore {
-    /// The entries with indexes in `range`, in order, until they hold
-    /// `max_bytes` (at least one entry, if the range holds any).
-    fn read_entries(
-        &self,
-        range: (Bound<u64>, Bound<u64>),
-        max_bytes: usize,
-    ) -> StorageResult<Vec<Entry<TypeConfig>>> {
-        let read = |e: &dyn std::error::Error| io_error(ErrorSubject::Logs, ErrorVerb::Read, e);
-        let (mut entries, mut bytes) = (Vec::new(), 0);
-        let mut encoded: Vec<u8> = Vec::new();
-        for item in self.db.range(entry_keys(range.0, range.1)) {
-            let (key, piece) = item.map_err(|e| read(&e))?;
-            let (_, first) = keys::entry_of(&key)
-                .ok_or_else(|| read(&std::io::Error::other("a log key that is no entry's")))?;
-            if first && !encoded.is_empty() {
-                entries.push(decode(&encoded).map_err(|e| read(&e))?);
-                bytes += encoded.len();
-                encoded.clear();
-                if bytes >= max_bytes {
-                    return Ok(entries);
-                }
-            }
-            encoded.extend_from_slice(&piece);
-        }
-        if !encoded.is_empty() {
-            entries.push(decode(&encoded).map_err(|e| read(&e))?);
-        }
-        Ok(entries)
-    }
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -333,51 +374,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             }
             _ => self.off_thread(move |log| log.purge_now(log_id)).await,
         }
-    }
-}
-
-impl LogStore {
-    /// Waits for a deferred purge, if there is one.
-    async fn settle(&self) -> StorageResult<()> {
-        let Some(purge) = self.deferred.lock().await.take() else {
-            return Ok(());
-        };
-        purge
-            .await
-            .map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Delete, &e))?
-    }
-
-    /// Deletes the entries up to `log_id` and records it as the last
-    /// purged, in one synced batch: a crash never leaves a hole below
-    /// entries the state says are there.
-    fn purge_now(&self, log_id: LogId<NodeId>) -> StorageResult<()> {
-        let mut batch = WriteBatch::new();
-        let bytes =
-            encode(&log_id).map_err(|e| io_error(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
-        batch.insert(keys::PURGED, &bytes);
-        self.delete_entries((Unbounded, Included(log_id.index)), batch)
-    }
-
-    /// Writes `entries`, each in pieces of [`ENTRY_PIECE_BYTES`], in one
-    /// synced batch.
-    fn append_now(&self, entries: Vec<Entry<TypeConfig>>) -> StorageResult<()> {
-        let mut batch = WriteBatch::new();
-        for entry in entries {
-            let fail = |e: &dyn std::error::Error| {
-                io_error(ErrorSubject::Log(entry.log_id), ErrorVerb::Write, e)
-            };
-            let bytes = encode(&entry).map_err(|e| fail(&e))?;
-            let index = entry.log_id.index;
-            for (piece, bytes) in bytes.chunks(ENTRY_PIECE_BYTES).enumerate() {
-                let key = match u8::try_from(piece) {
-                    Ok(0) => keys::entry(index),
-                    Ok(piece) => keys::entry_piece(index, piece),
-                    Err(_) => return Err(fail(&std::io::Error::other("an entry over 4 GiB"))),
-                };
-                batch.insert(key, bytes);
-            }
-        }
-        self.write(&batch, ErrorSubject::Logs)
     }
 }
 
