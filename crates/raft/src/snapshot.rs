@@ -122,30 +122,38 @@ impl Snapshots {
     /// current one covers as much of the log or more (a build that
     /// finished after an install of a newer snapshot): then `n` is deleted
     /// and the current one stays. Returns the number current afterwards.
-    pub(crate) async fn save(&self, n: u64, meta: &Meta) -> StorageResult<u64> {
-        let signature = Some(meta.signature());
+    pub(crate) async fn save(self: &Arc<Self>, n: u64, meta: &Meta) -> StorageResult<u64> {
         let fail = |e: &dyn std::error::Error| {
             io_error(
-                ErrorSubject::Snapshot(signature.clone()),
+                ErrorSubject::Snapshot(Some(meta.signature())),
                 ErrorVerb::Write,
                 e,
             )
         };
-        let json = serde_json::to_vec(meta).map_err(|e| fail(&e))?;
         let _saving = self.saving.lock().await;
-        let previous = read_current(&self.dir).map_err(|e| fail(&e))?;
-        if let Some(current) = previous.filter(|&current| current != n) {
-            let current_meta = self.read_meta(current).map_err(|e| fail(&e))?;
-            if current_meta.last_log_id >= meta.last_log_id {
-                let _ = std::fs::remove_file(self.tar(n));
-                return Ok(current);
-            }
+        // Synced writes: on tokio's blocking pool.
+        let (this, saved) = (Arc::clone(self), meta.clone());
+        tokio::task::spawn_blocking(move || this.save_now(n, &saved))
+            .await
+            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&e))
+    }
+
+    /// [`Self::save`], with `saving` held.
+    fn save_now(&self, n: u64, meta: &Meta) -> std::io::Result<u64> {
+        let json = serde_json::to_vec(meta).map_err(std::io::Error::other)?;
+        let previous = read_current(&self.dir)?;
+        if let Some(current) = previous.filter(|&current| current != n)
+            && self.read_meta(current)?.last_log_id >= meta.last_log_id
+        {
+            let _ = std::fs::remove_file(self.tar(n));
+            return Ok(current);
         }
-        write_synced(&self.meta(n), &json).map_err(|e| fail(&e))?;
+        write_synced(&self.meta(n), &json)?;
         let temp = self.dir.join("CURRENT.tmp");
-        write_synced(&temp, n.to_string().as_bytes()).map_err(|e| fail(&e))?;
-        std::fs::rename(&temp, self.dir.join("CURRENT")).map_err(|e| fail(&e))?;
-        sync_dir(&self.dir).map_err(|e| fail(&e))?;
+        write_synced(&temp, n.to_string().as_bytes())?;
+        std::fs::rename(&temp, self.dir.join("CURRENT"))?;
+        sync_dir(&self.dir)?;
         self.gate.covered(meta.last_log_id.map(|id| id.index));
         if let Some(old) = previous.filter(|&old| old != n) {
             let _ = std::fs::remove_file(self.tar(old));
@@ -347,7 +355,7 @@ mod tests {
     }
 
     /// Writes a snapshot file and saves it with `meta(index)`.
-    async fn saved(snapshots: &Snapshots, index: u64) -> (u64, u64) {
+    async fn saved(snapshots: &Arc<Snapshots>, index: u64) -> (u64, u64) {
         let (n, mut file) = snapshots.receive().await.unwrap();
         file.write_all(format!("covers {index}").as_bytes())
             .await
@@ -364,7 +372,7 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let snapshots = Snapshots::open(dir.path().to_path_buf()).unwrap();
+            let snapshots = Arc::new(Snapshots::open(dir.path().to_path_buf()).unwrap());
             // The build takes its number first, the install finishes first.
             let (build, mut build_file) = snapshots.receive().await.unwrap();
             let (installed, current) = saved(&snapshots, 10).await;
