@@ -11,7 +11,7 @@ use sift_raft::{Client, NodeId};
 
 mod common;
 
-use common::{Cluster, PATIENCE};
+use common::Cluster;
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
@@ -74,15 +74,10 @@ async fn a_node_behind_a_purged_log_catches_up_by_snapshot() {
         model.insert(key(i), key(i));
     }
     // Snapshots every 50 entries purge the log up to them.
-    let start = Instant::now();
-    while cluster.status(leader).snapshot.is_none_or(|s| s < 250) {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "no snapshot: {:?}",
-            cluster.status(leader)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let snapshot_at_250 = |s: &Status| s.snapshot.is_some_and(|s| s >= 250);
+    cluster
+        .wait_for(leader, "no snapshot", snapshot_at_250)
+        .await;
     cluster.boot(behind, listen).await;
     cluster.converge().await;
     assert!(
@@ -337,21 +332,13 @@ async fn a_follower_catches_up_by_a_snapshot_that_takes_long_to_install() {
     for i in 0..24 {
         cluster.client(leader).put(&key(i), &value).await.unwrap();
     }
-    let start = Instant::now();
     // Until the leader's last snapshot is built (every 10 entries): one
     // built during the transfer would be sent too.
-    let settled = |s: Status| {
+    let settled = |s: &Status| {
         s.snapshot
             .is_some_and(|snap| s.last_applied.unwrap() - snap < 10)
     };
-    while !settled(cluster.status(leader)) {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "no snapshot: {:?}",
-            cluster.status(leader)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    cluster.wait_for(leader, "no last snapshot", settled).await;
     cluster.boot(behind, listen).await;
     cluster.converge().await;
     // Each snapshot sent once: the leader waited for the install (with

@@ -117,6 +117,19 @@ impl Cluster {
         }
     }
 
+    /// Waits until node `id`'s status satisfies `done`.
+    pub async fn wait_for(&self, id: NodeId, what: &str, done: impl Fn(&Status) -> bool) {
+        let start = Instant::now();
+        while !done(&self.status(id)) {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{what} after {PATIENCE:?}: {:?}",
+                self.status(id)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Stops node `id` (its storage stays).
     pub async fn stop(&mut self, id: NodeId) {
         self.nodes.remove(&id).unwrap().shutdown().await;
