@@ -437,4 +437,44 @@ mod tests {
         let one = log.read_entries((Included(5), Excluded(11)), 1).unwrap();
         assert_eq!(one.len(), 1);
     }
+
+    #[test]
+    fn a_purge_past_an_arriving_snapshot_lands_once_it_is_saved_and_before_any_later_change() {
+        use crate::purge_gate::PurgeGate;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let dir = tempfile::TempDir::new().unwrap();
+            let mut log = LogStore::open(dir.path()).unwrap();
+            log.append_now((1..=6).map(|i| entry(i, 10)).collect())
+                .unwrap();
+            let gate = PurgeGate::new(None);
+            log.gate_purges(gate.waiter());
+            gate.arriving();
+            let upto = LogId::new(CommittedLeaderId::new(1, 0), 4);
+            // Answered at once, but not made: the snapshot is not saved.
+            log.purge(upto).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            assert_eq!(log.purged_index().unwrap(), None);
+            // A later change waits for it.
+            let mut later = log.clone();
+            let truncate = tokio::spawn(async move {
+                let from = LogId::new(CommittedLeaderId::new(1, 0), 6);
+                later.truncate(from).await
+            });
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            assert!(!truncate.is_finished(), "the change did not wait");
+            gate.covered(Some(4));
+            gate.installed();
+            truncate.await.unwrap().unwrap();
+            assert_eq!(log.purged_index().unwrap(), Some(4));
+            let left = log
+                .read_entries((Unbounded, Unbounded), usize::MAX)
+                .unwrap();
+            let indexes: Vec<u64> = left.iter().map(|e| e.log_id.index).collect();
+            assert_eq!(indexes, [5]);
+        });
+    }
 }
