@@ -89,6 +89,35 @@ impl Error {
         }
     }
 
+    /// The same error for another caller: every member of a failed write
+    /// group gets the error its leader met (`io::Error` is not `Clone`, so
+    /// an I/O error keeps its kind and message).
+    pub(crate) fn for_another_caller(&self) -> Self {
+        match self {
+            Self::Io { path, source } => Self::Io {
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Self::Corruption {
+                path,
+                offset,
+                detail,
+            } => Self::Corruption {
+                path: path.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            Self::InvalidArgument(detail) => Self::InvalidArgument(detail.clone()),
+            Self::Locked { path } => Self::Locked { path: path.clone() },
+            Self::Background(detail) => Self::Background(detail.clone()),
+            Self::Closed => Self::Closed,
+            Self::Conflict { key, reason } => Self::Conflict {
+                key: key.clone(),
+                reason: reason.clone(),
+            },
+        }
+    }
+
     /// A corruption report for `path` at `offset`.
     pub(crate) fn corruption(
         path: impl AsRef<Path>,

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_skiplist::SkipMap;
 
+use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::key::{Entry, InternalKey, SeqNo, ValueKind};
 
@@ -50,6 +51,14 @@ impl Memtable {
         self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
         self.map.insert(Stored::new(user_key, seq, kind, value), ());
+    }
+
+    /// Adds every operation of `batch`, operation i at `first_seq + i`.
+    /// Several threads may insert batches at once.
+    pub(crate) fn insert_batch(&self, batch: &WriteBatch, first_seq: SeqNo) {
+        for (seq, (kind, key, value)) in (first_seq..).zip(batch.iter()) {
+            self.insert(key, seq, kind, value);
+        }
     }
 
     /// The newest version of `user_key` with sequence number `<= seq`

@@ -62,6 +62,8 @@ pub(super) struct Shard {
     pub data_blocks_read: Counter,
     pub memtable_hits: Counter,
     pub writes: Counter,
+    pub write_groups: Counter,
+    pub wal_syncs: Counter,
     pub write_stall_micros: Counter,
     pub flushes: Counter,
     pub compactions: Counter,

@@ -15,6 +15,7 @@ mod txn;
 mod value;
 mod wal_replay;
 mod write;
+mod write_group;
 
 use std::collections::BTreeMap;
 use std::ops::RangeBounds;
@@ -88,8 +89,9 @@ struct SuperVersion {
     version: Arc<Version>,
 }
 
-/// The WAL and sequence numbers, guarded by [`Inner::writer`]: one writer
-/// at a time.
+/// The WAL and sequence numbers, guarded by [`Inner::writer`]: held by
+/// the leader of a write group while it writes the group (see
+/// `write_group.rs`), by a transaction as it begins, and by a rotation.
 #[derive(Debug)]
 struct Writer {
     wal: LogWriter,
@@ -98,8 +100,6 @@ struct Writer {
     last_seq: SeqNo,
     /// Bytes written since the last delay while compaction is behind.
     delay_debt: u64,
-    /// An empty batch whose buffer single-operation writes reuse.
-    scratch: WriteBatch,
     /// Active transactions and the write sets committed since the oldest
     /// one began: validated and updated under this lock with every write.
     txns: crate::txn::CommitLog,
@@ -143,6 +143,9 @@ struct Inner {
     files: Arc<OpenFiles>,
 
     // Locks.
+    /// Writers waiting for their group; its lock is never held while
+    /// another is taken.
+    write_queue: write_group::WriteQueue,
     writer: Mutex<Writer>,
     state: Mutex<State>,
     /// Held while a compaction runs: one at a time keeps levels consistent.

@@ -11,7 +11,6 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
-use crate::batch::WriteBatch;
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -239,11 +238,11 @@ impl Inner {
                 immutables: Vec::new(),
                 version: Arc::new(recovered.version),
             }),
+            write_queue: Default::default(),
             writer: Mutex::new(Writer {
                 wal,
                 last_seq: recovered.last_seq,
                 delay_debt: 0,
-                scratch: WriteBatch::new(),
                 txns: crate::txn::CommitLog::new(options.txn_history_bytes, options.txn_precheck),
             }),
             state: Mutex::new(State {

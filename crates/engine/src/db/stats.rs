@@ -25,6 +25,11 @@ pub struct Stats {
     pub memtable_hits: u64,
     /// Write batches applied.
     pub writes: u64,
+    /// WAL writes of groups of batches: `writes / write_groups` is how
+    /// many batches concurrent writers shared each WAL write with.
+    pub write_groups: u64,
+    /// WAL fsyncs made for synced writes (one per group that asked).
+    pub wal_syncs: u64,
     /// Time writers spent delayed or stopped by compaction debt.
     pub write_stall_micros: u64,
     /// Memtables flushed to tables.
@@ -162,6 +167,8 @@ pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
         data_blocks_read: counters.total(|s| &s.data_blocks_read),
         memtable_hits: counters.total(|s| &s.memtable_hits),
         writes: counters.total(|s| &s.writes),
+        write_groups: counters.total(|s| &s.write_groups),
+        wal_syncs: counters.total(|s| &s.wal_syncs),
         write_stall_micros: counters.total(|s| &s.write_stall_micros),
         flushes: counters.total(|s| &s.flushes),
         compactions: counters.total(|s| &s.compactions),

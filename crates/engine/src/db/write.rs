@@ -1,17 +1,22 @@
-//! The write path: WAL record, then memtable, then publish the sequence
-//! number; memtable rotation and write stalls.
+//! The write path: a group of writers' WAL records, then their memtable
+//! inserts, then the group's sequence numbers published at once (the line
+//! and its hand-offs are in `write_group.rs`); memtable rotation and write
+//! stalls.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter};
 use crate::manifest::filenames;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 
+use super::write_group::{Group, Leadership, Role, Slot};
 use super::{Inner, State, SuperVersion, Writer, lock};
 
 /// While level 0 is over its slowdown threshold, writers sleep 1 ms per
@@ -24,6 +29,23 @@ const DELAY_BYTES_PER_MS: u64 = 16 * 1024;
 /// buffer is freed.
 const KEPT_BATCH_BYTES: usize = 64 << 10;
 
+thread_local! {
+    /// The batch an uncontended one-operation write is built in: no
+    /// allocation per write.
+    static SCRATCH: RefCell<WriteBatch> = RefCell::new(WriteBatch::new());
+}
+
+/// A transaction's part in the group it leads, under the writer lock.
+pub(super) trait TxnSteps {
+    /// Before its sequence numbers are given: validates the transaction
+    /// against the commits since its snapshot (an error writes nothing).
+    fn validate(&mut self, writer: &mut Writer) -> Result<()>;
+
+    /// After its batch is logged from `first_seq` on: records its write set
+    /// for the transactions still active.
+    fn logged(&mut self, writer: &mut Writer, first_seq: SeqNo);
+}
+
 impl Inner {
     /// Logs and applies `batch` atomically.
     pub(super) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
@@ -31,85 +53,187 @@ impl Inner {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut writer = lock(&self.writer);
-        self.write_locked(&mut writer, batch, options)?;
-        self.record_plain_write(&mut writer, batch);
-        Ok(())
+        let sync = self.sync_asked(options);
+        match self.write_queue.try_lead() {
+            Some(leadership) => self.lead(leadership, batch, sync, None),
+            // Another thread may log it: the batch is copied into the line.
+            None => self.write_in_line(&Slot::member(batch.clone(), sync), None),
+        }
+        .map(drop)
     }
 
     /// Logs and applies one operation (a value, or a tombstone when
-    /// `value` is `None`) as a one-operation batch, built in a buffer the
-    /// writer keeps: no allocation per write.
+    /// `value` is `None`) as a one-operation batch.
     pub(super) fn write_one(
         &self,
         key: &[u8],
         value: Option<&[u8]>,
         options: WriteOptions,
     ) -> Result<()> {
-        let mut writer = lock(&self.writer);
-        let mut batch = std::mem::take(&mut writer.scratch);
-        match value {
-            Some(value) => batch.insert(key, value),
-            None => batch.remove(key),
+        let sync = self.sync_asked(options);
+        let fill = |batch: &mut WriteBatch| {
+            match value {
+                Some(value) => batch.insert(key, value),
+                None => batch.remove(key),
+            };
         };
-        let result = batch
-            .validate()
-            .and_then(|()| self.write_locked(&mut writer, &batch, options));
-        if result.is_ok() {
-            self.record_plain_write(&mut writer, &batch);
-        }
-        // A rare huge write's buffer is not kept around.
-        if batch.size_in_bytes() <= KEPT_BATCH_BYTES {
-            batch.clear();
-            writer.scratch = batch;
-        }
-        result
+        let Some(leadership) = self.write_queue.try_lead() else {
+            let mut batch = WriteBatch::new();
+            fill(&mut batch);
+            batch.validate()?;
+            return self
+                .write_in_line(&Slot::member(batch, sync), None)
+                .map(drop);
+        };
+        SCRATCH.with_borrow_mut(|batch| {
+            fill(batch);
+            let written = batch
+                .validate()
+                .and_then(|()| self.lead(leadership, batch, sync, None));
+            // A rare huge write's buffer is not kept around.
+            if batch.size_in_bytes() <= KEPT_BATCH_BYTES {
+                batch.clear();
+            } else {
+                *batch = WriteBatch::new();
+            }
+            written.map(drop)
+        })
     }
 
-    /// [`Inner::write`] of a valid, non-empty batch, under the writer lock.
-    pub(super) fn write_locked(
+    /// Logs and applies a transaction's valid, non-empty `batch` if
+    /// `steps` validate it. Returns the sequence number of its first write.
+    pub(super) fn write_txn(&self, batch: &WriteBatch, steps: &mut dyn TxnSteps) -> Result<SeqNo> {
+        let sync = self.sync_asked(WriteOptions::default());
+        match self.write_queue.try_lead() {
+            Some(leadership) => self.lead(leadership, batch, sync, Some((steps, batch))),
+            // Validation reads what only this thread holds: it waits to lead.
+            None => self.write_in_line(&Slot::leader_only(sync), Some((steps, batch))),
+        }
+    }
+
+    fn sync_asked(&self, options: WriteOptions) -> bool {
+        options.sync.unwrap_or(self.options.sync_writes)
+    }
+
+    /// Waits in line with `slot` and then writes its batch (or, for a
+    /// transaction's leader-only slot, `txn`'s) as the group's leader or
+    /// member. Returns the sequence number of the batch's first write.
+    fn write_in_line(
         &self,
-        writer: &mut Writer,
-        batch: &WriteBatch,
-        options: WriteOptions,
-    ) -> Result<()> {
-        let sync = options.sync.unwrap_or(self.options.sync_writes);
-        self.make_room(writer, batch.approximate_bytes() as u64)?;
-        let first_seq = writer.last_seq + 1;
-        let header = batch.record_header(first_seq);
-        let logged = writer
-            .wal
-            .add_record_parts(&[&header, batch.encoded_ops()])
-            .and_then(|()| {
-                if sync {
-                    writer.wal.sync()
-                } else {
-                    writer.wal.flush()
-                }
-            });
-        if let Err(err) = logged {
+        slot: &Arc<Slot>,
+        txn: Option<(&mut dyn TxnSteps, &WriteBatch)>,
+    ) -> Result<SeqNo> {
+        match self.write_queue.wait_in_line(slot) {
+            Role::Lead(leadership) => {
+                let own = txn.as_ref().map_or(slot.batch(), |(_, batch)| *batch);
+                self.lead(leadership, own, slot.sync(), txn)
+            }
+            Role::Member(group, first_seq) => group
+                .insert_and_wait(slot.batch(), first_seq)
+                .map(|()| first_seq),
+            Role::Failed(err) => Err(err),
+        }
+    }
+
+    /// Writes a group: `own` first (for a transaction, once its steps
+    /// validate it), then the writers in line behind it, with one WAL
+    /// write and at most one sync. Returns the sequence number of `own`'s
+    /// first write. A failed WAL write or sync fails every member and the
+    /// database: the file may end in a partial record now.
+    fn lead(
+        &self,
+        leadership: Leadership<'_>,
+        own: &WriteBatch,
+        sync: bool,
+        mut txn: Option<(&mut dyn TxnSteps, &WriteBatch)>,
+    ) -> Result<SeqNo> {
+        let mut writer = lock(&self.writer);
+        if let Some((steps, _)) = txn.as_mut() {
+            steps.validate(&mut writer)?;
+        }
+        let members = leadership.gather(own.approximate_bytes());
+        let sync = sync || members.any_sync();
+        let batches: Vec<&WriteBatch> = std::iter::once(own).chain(members.batches()).collect();
+        let bytes = batches.iter().map(|b| b.approximate_bytes() as u64).sum();
+        if let Err(err) = self.make_room(&mut writer, bytes) {
+            members.fail(&err);
+            return Err(err);
+        }
+        // Sequence numbers in line order: batch i starts at first_seqs[i].
+        let mut next = writer.last_seq + 1;
+        let first_seqs: Vec<SeqNo> = batches
+            .iter()
+            .map(|batch| {
+                let first = next;
+                next += batch.len() as SeqNo;
+                first
+            })
+            .collect();
+        let last_seq = next - 1;
+        if let Err(err) = Self::log(&mut writer, &batches, &first_seqs, sync) {
             // A partly written record is a torn tail for recovery to cut;
             // appending more after it would hide later writes behind it.
             self.fail(&err);
+            members.fail(&err);
             return Err(err);
         }
-        // Holding the writer lock, no rotation can replace the memtable.
-        let current = self.pin();
-        let mut seq = first_seq;
-        for (kind, key, value) in batch.iter() {
-            current.active.insert(key, seq, kind, value);
-            seq += 1;
+        match txn.as_mut() {
+            Some((steps, _)) => steps.logged(&mut writer, first_seqs[0]),
+            None => self.record_plain_write(&mut writer, own, first_seqs[0]),
         }
-        writer.last_seq = seq - 1;
+        for (batch, &first_seq) in batches.iter().zip(&first_seqs).skip(1) {
+            self.record_plain_write(&mut writer, batch, first_seq);
+        }
+        // Holding the writer lock, no rotation can replace the memtable.
+        let memtable = Arc::clone(&self.pin().active);
+        let grouped = members.len();
+        let publisher = (grouped > 0).then(|| {
+            let (group, publisher) = Group::new(Arc::clone(&memtable), grouped);
+            members.start_inserts(&group, &first_seqs[1..]);
+            publisher
+        });
+        memtable.insert_batch(own, first_seqs[0]);
+        if let Some(publisher) = &publisher {
+            publisher.wait_for_inserts();
+        }
         debug_assert!(
-            writer.last_seq >= self.visible_seq(),
-            "sequence numbers went back: {} after {}",
-            writer.last_seq,
+            last_seq >= self.visible_seq(),
+            "sequence numbers went back: {last_seq} after {}",
             self.visible_seq()
         );
-        self.visible_seq.store(writer.last_seq, Ordering::Release);
-        self.counters.with(|c| c.writes.add(1));
-        Ok(())
+        writer.last_seq = last_seq;
+        self.visible_seq.store(last_seq, Ordering::Release);
+        drop(writer);
+        if let Some(publisher) = publisher {
+            publisher.published();
+        }
+        self.counters.with(|c| {
+            c.writes.add(1 + grouped as u64);
+            c.write_groups.add(1);
+            c.wal_syncs.add(u64::from(sync));
+        });
+        Ok(first_seqs[0])
+    }
+
+    /// Appends `batches` to the WAL, batch i as one record from
+    /// `first_seqs[i]` on, then syncs or flushes once.
+    fn log(
+        writer: &mut Writer,
+        batches: &[&WriteBatch],
+        first_seqs: &[SeqNo],
+        sync: bool,
+    ) -> Result<()> {
+        for (batch, &first_seq) in batches.iter().zip(first_seqs) {
+            let header = batch.record_header(first_seq);
+            writer
+                .wal
+                .add_record_parts(&[&header, batch.encoded_ops()])?;
+        }
+        if sync {
+            writer.wal.sync()
+        } else {
+            writer.wal.flush()
+        }
     }
 
     /// Makes the WAL durable as `mode` asks. A failure fails the

@@ -9,10 +9,10 @@ use sift_filter::KeyHash;
 use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::key::SeqNo;
-use crate::options::WriteOptions;
 use crate::txn::{CommittedSet, Footprint, TxnCounters, TxnStats, ValidationCounts};
 
 use super::Transaction;
+use crate::db::write::TxnSteps;
 use crate::db::{Db, Inner, Snapshot, Writer, lock};
 
 impl Db {
@@ -68,37 +68,62 @@ impl Inner {
         counts: &mut ValidationCounts,
     ) -> Result<SeqNo> {
         batch.validate()?;
-        let mut writer = lock(&self.writer);
-        let applied = writer
-            .txns
-            .validate(footprint, counts)
-            .and_then(|()| self.write_locked(&mut writer, batch, WriteOptions::default()));
-        let pruned = writer.txns.end(footprint.snapshot);
-        let result = applied.map(|()| {
-            let last_seq = writer.last_seq;
-            let first_seq = last_seq + 1 - batch.len() as SeqNo;
-            let precheck = writer.txns.precheck();
-            writer
-                .txns
-                .record(|| CommittedSet::new(first_seq, written, precheck));
-            last_seq
-        });
-        // Freed after the lock is released: writers do not wait for it.
-        drop(writer);
-        drop(pruned);
-        result
+        let mut steps = CommitSteps {
+            footprint,
+            counts,
+            written: Some(written),
+            pruned: Vec::new(),
+        };
+        let first_seq = self.write_txn(batch, &mut steps);
+        // Freed after the writer lock is released: writers do not wait for it.
+        drop(steps);
+        first_seq.map(|first| first + batch.len() as SeqNo - 1)
     }
 
-    /// After a plain write (not a transaction's) of `batch`: records its
-    /// keys if a transaction is active, so that it conflicts with them.
-    pub(in crate::db) fn record_plain_write(&self, writer: &mut Writer, batch: &WriteBatch) {
+    /// After a plain write (not a transaction's) of `batch` from
+    /// `first_seq` on: records its keys if a transaction is active, so that
+    /// it conflicts with them.
+    pub(in crate::db) fn record_plain_write(
+        &self,
+        writer: &mut Writer,
+        batch: &WriteBatch,
+        first_seq: SeqNo,
+    ) {
         if !writer.txns.any_active() {
             return;
         }
-        let first_seq = writer.last_seq + 1 - batch.len() as SeqNo;
         let precheck = writer.txns.precheck();
         writer
             .txns
             .record(|| CommittedSet::from_batch(first_seq, batch, precheck));
+    }
+}
+
+/// A transaction's commit, done under the writer lock by the group's
+/// leader (the transaction's own thread: transactions lead their group).
+struct CommitSteps<'a, 'f, V> {
+    footprint: &'a Footprint<'f, V>,
+    counts: &'a mut ValidationCounts,
+    /// Its keys, recorded once it is logged.
+    written: Option<Vec<(Vec<u8>, KeyHash)>>,
+    /// Write sets no active transaction needs any more.
+    pruned: Vec<CommittedSet>,
+}
+
+impl<V> TxnSteps for CommitSteps<'_, '_, V> {
+    fn validate(&mut self, writer: &mut Writer) -> Result<()> {
+        let valid = writer.txns.validate(self.footprint, self.counts);
+        // Unregistered whatever the outcome, and before its own write set
+        // is recorded: with no transaction left active, none is kept.
+        self.pruned = writer.txns.end(self.footprint.snapshot);
+        valid
+    }
+
+    fn logged(&mut self, writer: &mut Writer, first_seq: SeqNo) {
+        let written = self.written.take().unwrap_or_default();
+        let precheck = writer.txns.precheck();
+        writer
+            .txns
+            .record(|| CommittedSet::new(first_seq, written, precheck));
     }
 }

@@ -1,0 +1,433 @@
+//! Group commit: the line writers wait in, and the hand-offs between a
+//! group's leader and its members. What a leader writes is in `write.rs`.
+//!
+//! A writer that finds nobody writing leads at once, without queueing or
+//! allocating. One that arrives while a group is being written waits in
+//! line; when that group is done, the writer at the front leads the next
+//! one and takes the writers behind it into its group. The leader appends
+//! every batch of the group to the WAL with one write and at most one
+//! fsync, and gives each batch its sequence numbers in line order; then
+//! the members insert their own batches into the memtable in parallel,
+//! and the leader publishes the group's sequence numbers once every insert
+//! is done. (LevelDB's `DBImpl::Write` groups writers the same way;
+//! RocksDB's write groups add the parallel memtable inserts.)
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::memtable::Memtable;
+
+use super::lock;
+
+/// The most bytes of batches one group holds.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// A leader with a batch up to this size takes at most this many bytes of
+/// others' batches: a small synced write does not wait for megabytes of
+/// other writers' batches to be written.
+const SMALL_BATCH_EXTRA_BYTES: usize = 128 << 10;
+
+/// The line of writers.
+#[derive(Debug, Default)]
+pub(super) struct WriteQueue {
+    line: Mutex<Line>,
+}
+
+#[derive(Debug, Default)]
+struct Line {
+    /// A leader is writing a group (the leader is not in `waiting`).
+    leading: bool,
+    /// Writers waiting for their turn, oldest first.
+    waiting: VecDeque<Arc<Slot>>,
+}
+
+/// A writer waiting in line.
+#[derive(Debug)]
+pub(super) struct Slot {
+    /// The writer's batch, owned so that a leader on another thread can
+    /// log it.
+    batch: WriteBatch,
+    /// The writer can only lead its own group: a transaction, whose
+    /// validation reads what only its own thread holds (its batch is
+    /// there too, and `batch` is empty).
+    leads_only: bool,
+    /// The writer asked for its batch to be synced.
+    sync: bool,
+    turn: Mutex<Turn>,
+    woken: Condvar,
+}
+
+#[derive(Debug)]
+enum Turn {
+    Waiting,
+    Lead,
+    Member(Arc<Group>, SeqNo),
+    Failed(Error),
+}
+
+/// What a writer that waited in line does next.
+#[derive(Debug)]
+pub(super) enum Role<'a> {
+    /// Lead the next group.
+    Lead(Leadership<'a>),
+    /// Insert its batch from this sequence number on, then wait for the
+    /// group to be published ([`Group::insert_and_wait`]).
+    Member(Arc<Group>, SeqNo),
+    /// The group it was taken into failed.
+    Failed(Error),
+}
+
+impl Slot {
+    /// A writer of `batch` (owned: it may be logged by another thread).
+    pub(super) fn member(batch: WriteBatch, sync: bool) -> Arc<Self> {
+        Self::new(batch, false, sync)
+    }
+
+    /// A writer that can only lead its own group.
+    pub(super) fn leader_only(sync: bool) -> Arc<Self> {
+        Self::new(WriteBatch::new(), true, sync)
+    }
+
+    fn new(batch: WriteBatch, leads_only: bool, sync: bool) -> Arc<Self> {
+        Arc::new(Self {
+            batch,
+            leads_only,
+            sync,
+            turn: Mutex::new(Turn::Waiting),
+            woken: Condvar::new(),
+        })
+    }
+
+    /// The batch of a [`Slot::member`].
+    pub(super) fn batch(&self) -> &WriteBatch {
+        &self.batch
+    }
+
+    /// The writer asked for its batch to be synced.
+    pub(super) fn sync(&self) -> bool {
+        self.sync
+    }
+
+    fn set(&self, turn: Turn) {
+        *lock(&self.turn) = turn;
+        self.woken.notify_one();
+    }
+
+    fn is_waiting(&self) -> bool {
+        matches!(*lock(&self.turn), Turn::Waiting)
+    }
+}
+
+impl WriteQueue {
+    /// Leadership at once if nobody is writing: the uncontended write.
+    pub(super) fn try_lead(&self) -> Option<Leadership<'_>> {
+        let mut line = lock(&self.line);
+        if line.leading {
+            return None;
+        }
+        line.leading = true;
+        Some(Leadership { queue: self })
+    }
+
+    /// Waits in line with `slot` until it is this writer's turn.
+    pub(super) fn wait_in_line(&self, slot: &Arc<Slot>) -> Role<'_> {
+        {
+            let mut line = lock(&self.line);
+            if !line.leading {
+                line.leading = true;
+                return Role::Lead(Leadership { queue: self });
+            }
+            line.waiting.push_back(Arc::clone(slot));
+        }
+        let mut turn = lock(&slot.turn);
+        loop {
+            match std::mem::replace(&mut *turn, Turn::Waiting) {
+                Turn::Waiting => {
+                    turn = slot
+                        .woken
+                        .wait(turn)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+                Turn::Lead => return Role::Lead(Leadership { queue: self }),
+                Turn::Member(group, first_seq) => return Role::Member(group, first_seq),
+                Turn::Failed(err) => return Role::Failed(err),
+            }
+        }
+    }
+}
+
+/// The right to write the next group; dropping it hands the right to the
+/// writer at the front of the line. Only one exists at a time.
+#[derive(Debug)]
+pub(super) struct Leadership<'a> {
+    queue: &'a WriteQueue,
+}
+
+impl Leadership<'_> {
+    /// Takes the writers at the front of the line that fit in a group led
+    /// by a batch of `own_bytes`, stopping at one that can only lead.
+    pub(super) fn gather(&self, own_bytes: usize) -> Members {
+        let limit = if own_bytes <= SMALL_BATCH_EXTRA_BYTES {
+            own_bytes + SMALL_BATCH_EXTRA_BYTES
+        } else {
+            MAX_GROUP_BYTES.max(own_bytes)
+        };
+        let mut bytes = own_bytes;
+        let mut taken = Vec::new();
+        let mut line = lock(&self.queue.line);
+        while let Some(next) = line.waiting.front() {
+            bytes += next.batch.approximate_bytes();
+            if next.leads_only || bytes > limit {
+                break;
+            }
+            taken.extend(line.waiting.pop_front());
+        }
+        Members(taken)
+    }
+}
+
+impl Drop for Leadership<'_> {
+    fn drop(&mut self) {
+        let mut line = lock(&self.queue.line);
+        match line.waiting.pop_front() {
+            Some(next) => next.set(Turn::Lead),
+            None => line.leading = false,
+        }
+    }
+}
+
+/// The writers a leader took into its group, in line order. Dropped
+/// before each was told its part (a leader that panicked), they fail
+/// rather than wait forever.
+#[derive(Debug)]
+pub(super) struct Members(Vec<Arc<Slot>>);
+
+impl Members {
+    /// Each member's batch, in line order.
+    pub(super) fn batches(&self) -> impl Iterator<Item = &WriteBatch> {
+        self.0.iter().map(|slot| slot.batch())
+    }
+
+    /// Whether any member asked for a sync.
+    pub(super) fn any_sync(&self) -> bool {
+        self.0.iter().any(|slot| slot.sync)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Tells every member that the group failed with `err`.
+    pub(super) fn fail(mut self, err: &Error) {
+        for slot in std::mem::take(&mut self.0) {
+            slot.set(Turn::Failed(err.for_another_caller()));
+        }
+    }
+
+    /// Starts every member's memtable insert: member i inserts from
+    /// `first_seqs[i]` into `group`'s memtable.
+    pub(super) fn start_inserts(mut self, group: &Arc<Group>, first_seqs: &[SeqNo]) {
+        debug_assert_eq!(first_seqs.len(), self.0.len());
+        for (slot, &first_seq) in std::mem::take(&mut self.0).iter().zip(first_seqs) {
+            slot.set(Turn::Member(Arc::clone(group), first_seq));
+        }
+    }
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for slot in &self.0 {
+            if slot.is_waiting() {
+                slot.set(Turn::Failed(Error::Background(
+                    "the leader of this write's group panicked".to_owned(),
+                )));
+            }
+        }
+    }
+}
+
+/// A group's memtable inserts, and its publication.
+#[derive(Debug)]
+pub(super) struct Group {
+    memtable: Arc<Memtable>,
+    progress: Mutex<Progress>,
+    changed: Condvar,
+}
+
+#[derive(Debug)]
+struct Progress {
+    /// Members whose insert has not finished.
+    inserting: usize,
+    /// Set once the leader has published the group (or given up on it).
+    outcome: Option<Result<(), String>>,
+}
+
+impl Group {
+    /// A group of `members` inserting into `memtable`. The leader holds the
+    /// returned [`Publisher`] until it has published the group.
+    pub(super) fn new(memtable: Arc<Memtable>, members: usize) -> (Arc<Self>, Publisher) {
+        let group = Arc::new(Self {
+            memtable,
+            progress: Mutex::new(Progress {
+                inserting: members,
+                outcome: None,
+            }),
+            changed: Condvar::new(),
+        });
+        (Arc::clone(&group), Publisher(group))
+    }
+
+    /// A member's part: inserts `batch` from `first_seq` on, then waits
+    /// until the leader has published the group, so that the write is
+    /// visible when the member's call returns.
+    pub(super) fn insert_and_wait(&self, batch: &WriteBatch, first_seq: SeqNo) -> Result<()> {
+        self.memtable.insert_batch(batch, first_seq);
+        let mut progress = lock(&self.progress);
+        progress.inserting -= 1;
+        if progress.inserting == 0 {
+            self.changed.notify_all();
+        }
+        loop {
+            match &progress.outcome {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(detail)) => return Err(Error::Background(detail.clone())),
+                None => {
+                    progress = self
+                        .changed
+                        .wait(progress)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            }
+        }
+    }
+}
+
+/// The leader's side of a [`Group`]. Dropped without
+/// [`Publisher::published`] (a leader that panicked), it fails the members.
+#[derive(Debug)]
+pub(super) struct Publisher(Arc<Group>);
+
+impl Publisher {
+    /// Waits until every member's insert is done.
+    pub(super) fn wait_for_inserts(&self) {
+        let group = &self.0;
+        let mut progress = lock(&group.progress);
+        while progress.inserting > 0 {
+            progress = group
+                .changed
+                .wait(progress)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Tells the members that their writes are visible.
+    pub(super) fn published(self) {
+        self.finish(Ok(()));
+    }
+
+    fn finish(&self, outcome: Result<(), String>) {
+        let mut progress = lock(&self.0.progress);
+        if progress.outcome.is_none() {
+            progress.outcome = Some(outcome);
+        }
+        self.0.changed.notify_all();
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.finish(Err(
+            "the leader of this write's group panicked before publishing it".to_owned(),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(bytes: usize) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        batch.insert(b"k", vec![0u8; bytes]);
+        batch
+    }
+
+    #[test]
+    fn a_writer_that_finds_nobody_writing_leads_and_hands_over_to_the_next_in_line() {
+        let queue = Arc::new(WriteQueue::default());
+        let leader = queue.try_lead().unwrap();
+        assert!(queue.try_lead().is_none(), "two leaders at once");
+        let slot = Slot::member(batch(10), false);
+        let waiter = {
+            let queue = Arc::clone(&queue);
+            let slot = Arc::clone(&slot);
+            std::thread::spawn(move || matches!(queue.wait_in_line(&slot), Role::Lead(_)))
+        };
+        while lock(&queue.line).waiting.is_empty() {
+            std::thread::yield_now();
+        }
+        drop(leader);
+        assert!(waiter.join().unwrap(), "the next in line did not lead");
+        assert!(queue.try_lead().is_some(), "leadership was not given back");
+    }
+
+    #[test]
+    fn a_group_takes_writers_in_line_order_up_to_its_byte_bound_and_stops_at_a_leader_only() {
+        let queue = WriteQueue::default();
+        let leader = queue.try_lead().unwrap();
+        let small = [Slot::member(batch(100), false), Slot::member(batch(100), true)];
+        let big = Slot::member(batch(200 << 10), false);
+        let txn = Slot::leader_only(false);
+        {
+            let mut line = lock(&queue.line);
+            line.waiting.extend(small.iter().cloned());
+            line.waiting.push_back(Arc::clone(&big));
+            line.waiting.push_back(Arc::clone(&txn));
+        }
+        // A small leader takes the small batches, not the 200 KiB one.
+        let members = leader.gather(100);
+        assert_eq!(members.len(), 2);
+        assert!(members.any_sync());
+        members.fail(&Error::Closed);
+        for slot in &small {
+            assert!(matches!(*lock(&slot.turn), Turn::Failed(Error::Closed)));
+        }
+        // A large leader takes the large batch and stops at the transaction.
+        let members = leader.gather(512 << 10);
+        assert_eq!(members.len(), 1);
+        drop(members);
+        assert!(
+            matches!(*lock(&big.turn), Turn::Failed(Error::Background(_))),
+            "a member dropped untold must fail, not wait forever"
+        );
+        assert_eq!(lock(&queue.line).waiting.len(), 1);
+    }
+
+    #[test]
+    fn members_see_the_group_published_only_after_every_insert() {
+        let memtable = Arc::new(Memtable::new(1));
+        let (group, publisher) = Group::new(Arc::clone(&memtable), 2);
+        let members: Vec<_> = (0..2u64)
+            .map(|i| {
+                let group = Arc::clone(&group);
+                std::thread::spawn(move || group.insert_and_wait(&batch(8), 10 + i))
+            })
+            .collect();
+        publisher.wait_for_inserts();
+        assert_eq!(memtable.len(), 2, "the leader published before the inserts ended");
+        publisher.published();
+        for member in members {
+            member.join().unwrap().unwrap();
+        }
+    }
+
+    #[test]
+    fn members_of_a_group_whose_leader_gave_up_get_an_error() {
+        let (group, publisher) = Group::new(Arc::new(Memtable::new(1)), 1);
+        drop(publisher);
+        assert!(group.insert_and_wait(&batch(8), 1).is_err());
+    }
+}
