@@ -310,8 +310,22 @@ impl Db {
     /// [`Error::Io`] if the WAL cannot be written; [`Error::Background`]
     /// after a failed flush or compaction.
     pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.insert_with(key, value, WriteOptions::default())
+    }
+
+    /// [`Db::insert`] with explicit durability: `WriteOptions::sync()`
+    /// returns once the write is on disk.
+    ///
+    /// # Errors
+    /// As [`Db::insert`].
+    pub fn insert_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: WriteOptions,
+    ) -> Result<()> {
         self.inner
-            .write_one(key.as_ref(), Some(value.as_ref()), WriteOptions::default())
+            .write_one(key.as_ref(), Some(value.as_ref()), options)
     }
 
     /// Removes `key` (a no-op if absent).
@@ -319,8 +333,15 @@ impl Db {
     /// # Errors
     /// As [`Db::insert`].
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.inner
-            .write_one(key.as_ref(), None, WriteOptions::default())
+        self.remove_with(key, WriteOptions::default())
+    }
+
+    /// [`Db::remove`] with explicit durability.
+    ///
+    /// # Errors
+    /// As [`Db::insert`].
+    pub fn remove_with(&self, key: impl AsRef<[u8]>, options: WriteOptions) -> Result<()> {
+        self.inner.write_one(key.as_ref(), None, options)
     }
 
     /// Applies every operation of `batch` atomically: after a crash either
