@@ -30,7 +30,7 @@ const DIR: &str = "/db";
 const KEYS_PER_WRITER: u32 = 16;
 
 /// Keys each batch writes, all with the step's value.
-const BATCH_KEYS: u32 = 4;
+const BATCH_KEYS: u32 = 32;
 
 /// Writer `writer`'s step `step` (from 1): what it writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +133,15 @@ fn matching_step(writer: usize, seen: &State, max_step: u32) -> Option<u32> {
     }
 }
 
+/// `state` as text, for a failure message.
+fn show(state: &State) -> String {
+    let pairs: Vec<String> = state
+        .iter()
+        .map(|(k, v)| format!("{}={}", String::from_utf8_lossy(k), String::from_utf8_lossy(v)))
+        .collect();
+    pairs.join(" ")
+}
+
 fn writer_state(items: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>) -> State {
     items.map(Result::unwrap).collect()
 }
@@ -170,7 +179,7 @@ fn concurrent_writers_are_seen_as_prefixes_of_each_writers_history() {
                     for (writer, &floor) in floor.iter().enumerate() {
                         let seen = writer_state(snapshot.prefix(key(writer, "")));
                         let Some(step) = matching_step(writer, &seen, STEPS) else {
-                            panic!("writer {writer}'s keys are no prefix of its history: {seen:?}");
+                            panic!("writer {writer}'s keys are no prefix of its history: {}", show(&seen));
                         };
                         assert!(
                             step >= floor,
@@ -187,7 +196,14 @@ fn concurrent_writers_are_seen_as_prefixes_of_each_writers_history() {
             let (db, acked) = (Arc::clone(&db), Arc::clone(&acked));
             std::thread::spawn(move || {
                 for step in 1..=STEPS {
-                    perform(&db, writer, step, WriteOptions::no_sync()).unwrap();
+                    // Some synced writes: writers pile up behind their
+                    // fsyncs and form large groups.
+                    let options = if step.is_multiple_of(8) {
+                        WriteOptions::sync()
+                    } else {
+                        WriteOptions::no_sync()
+                    };
+                    perform(&db, writer, step, options).unwrap();
                     acked[writer].store(step, Ordering::Release);
                 }
             })
@@ -280,7 +296,7 @@ fn a_power_cut_keeps_a_prefix_of_every_writer_and_every_acknowledged_write() {
         for (writer, &floor) in floor.iter().enumerate() {
             let seen = writer_state(reopened.prefix(key(writer, "")));
             let Some(step) = matching_step(writer, &seen, STEPS) else {
-                panic!("cut {i}: writer {writer}'s keys are no prefix of its history: {seen:?}");
+                panic!("cut {i}: writer {writer}'s keys are no prefix of its history: {}", show(&seen));
             };
             assert!(
                 step >= floor,
