@@ -129,6 +129,51 @@ pub(crate) fn plan(
     }
 }
 
+/// The next compaction that can run beside the `running` ones, if any.
+///
+/// Tasks run side by side only on disjoint levels (from a task's first
+/// input level to its output level). Then they cannot invalidate each
+/// other:
+/// - a task's output lands only in its own levels, so no other task's
+///   inputs or output run change under it;
+/// - data only moves down, within each task's levels, so newer data stays
+///   above older data (the ordering rule);
+/// - a task is `bottommost` only when no table below it holds its keys,
+///   and a task below it only moves keys it already holds further down.
+///
+/// Two tasks sharing a level could both start a new run of it, or one
+/// could empty the run the other writes into: the simulator finds both.
+/// The planner is told every table of a running task's levels is busy, so
+/// it looks elsewhere; a task it still picks that shares a level (one that
+/// writes into a busy level without reading from it) waits.
+pub(crate) fn plan_beside(
+    levels: &[LevelShape],
+    style: &CompactionStyle,
+    running: &[CompactionTask],
+    target_table_bytes: u64,
+) -> Option<CompactionTask> {
+    let mut busy = BTreeSet::new();
+    for task in running {
+        for level in levels.iter().take(task.output_level + 1).skip(task.first_level()) {
+            busy.extend(level.tables().map(|table| table.id));
+        }
+    }
+    let task = plan(levels, style, &busy, target_table_bytes)?;
+    let shares_a_level = running.iter().any(|other| {
+        task.first_level() <= other.output_level && other.first_level() <= task.output_level
+    });
+    (!shares_a_level).then_some(task)
+}
+
+impl CompactionTask {
+    /// The shallowest level the task reads.
+    fn first_level(&self) -> usize {
+        self.inputs
+            .first()
+            .map_or(self.output_level, |(level, _)| *level)
+    }
+}
+
 /// Compactions that move every table overlapping `range` (user keys
 /// `from..=to`; all keys when `None`) into one run of the last level (the
 /// deepest non-empty one, at least level 1). Run the first, re-plan on the
@@ -143,4 +188,56 @@ pub(crate) fn plan_full(
 ) -> Vec<CompactionTask> {
     let _ = style;
     full::plan(levels, target_table_bytes, range)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shape::testkit::*;
+    use super::*;
+
+    const STYLE: CompactionStyle = CompactionStyle::Leveled {
+        l0_trigger: 2,
+        size_ratio: 10,
+        l1_bytes: 100,
+    };
+
+    /// L1 over its target with one table, L2 over its target with one
+    /// table elsewhere in the key space.
+    fn two_levels_over_target() -> Vec<LevelShape> {
+        vec![
+            LevelShape::default(),
+            one_run(vec![t(1, 500, "a", "b")]),
+            one_run(vec![t(2, 5_000, "x", "y")]),
+        ]
+    }
+
+    #[test]
+    fn a_task_beside_a_running_one_uses_other_levels() {
+        let levels = two_levels_over_target();
+        let first = plan_beside(&levels, &STYLE, &[], 64).unwrap();
+        assert_eq!(first.inputs, vec![(1, vec![1])]);
+        // L1 -> L2 runs: L2 -> L3 would write into L2 beside it.
+        assert_eq!(plan_beside(&levels, &STYLE, &[first], 64), None);
+        let deeper = CompactionTask {
+            inputs: vec![(2, vec![2])],
+            output_level: 3,
+            output_run: OutputRun::New,
+            bottommost: true,
+            target_table_bytes: 64,
+        };
+        // L2 -> L3 runs: pushing L1's table into L2 would write into a
+        // level it is emptying (L2's only run could vanish under it), even
+        // though the table overlaps nothing busy.
+        assert_eq!(plan_beside(&levels, &STYLE, &[deeper.clone()], 64), None);
+        // With L2 -> L3 done elsewhere (L3 and deeper busy), L0 -> L1 work
+        // is free to run.
+        let levels = vec![
+            level(vec![run(5, vec![t(5, 1, "c", "d")]), run(4, vec![t(4, 1, "c", "e")])]),
+            one_run(vec![t(1, 50, "a", "b")]),
+            one_run(vec![t(2, 5_000, "x", "y")]),
+        ];
+        let beside = plan_beside(&levels, &STYLE, &[deeper], 64).unwrap();
+        assert_eq!(beside.inputs, vec![(0, vec![5, 4])]);
+        assert_eq!(beside.output_level, 1);
+    }
 }

@@ -29,16 +29,17 @@ impl Job {
     }
 }
 
-/// Starts the flush and compaction threads.
+/// Starts the flush thread and the compaction threads.
 pub(super) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
-    [(Job::Flush, "sift-flush"), (Job::Compact, "sift-compact")]
-        .into_iter()
+    let compactors = (0..inner.options.compaction_threads).map(|i| (Job::Compact, format!("sift-compact-{i}")));
+    std::iter::once((Job::Flush, "sift-flush".to_owned()))
+        .chain(compactors)
         .map(|(job, name)| {
             let inner = Arc::clone(inner);
             std::thread::Builder::new()
-                .name(name.into())
+                .name(name.clone())
                 .spawn(move || run(&inner, job))
-                .map_err(|e| Error::io(inner_path(name), e))
+                .map_err(|e| Error::io(inner_path(&name), e))
         })
         .collect()
 }
@@ -78,8 +79,6 @@ fn run(inner: &Inner, job: Job) {
             Ok(false) => {}
             Err(err) => {
                 let mut state = lock(&inner.state);
-                // A compaction that panicked never cleared its flag.
-                state.compacting = false;
                 if !state.shutting_down {
                     inner.fail_locked(&mut state, &err);
                 }
@@ -127,7 +126,7 @@ impl Inner {
         }
         loop {
             self.wait_until(|inner, state| {
-                inner.current().immutables.is_empty() && !state.compacting
+                inner.current().immutables.is_empty() && state.jobs == 0
             })?;
             // Idle threads may still have work the planner would pick (they
             // start on the next change): run it here to be sure.

@@ -43,6 +43,9 @@ pub(super) struct Options {
     pub sync_writes: bool,
     pub wal_recovery: WalRecovery,
     pub background_threads: bool,
+    /// Compactions that run at once, and the pieces one large compaction
+    /// is split into.
+    pub compaction_threads: usize,
     /// Value indexes declared for this open.
     pub value_indexes: Vec<IndexDef>,
     pub value_index_order: usize,
@@ -83,6 +86,7 @@ impl DbBuilder {
                 sync_writes: false,
                 wal_recovery: WalRecovery::default(),
                 background_threads: true,
+                compaction_threads: default_compaction_threads(),
                 value_indexes: Vec::new(),
                 value_index_order: crate::db::value::DEFAULT_ORDER,
                 txn_precheck: true,
@@ -194,6 +198,17 @@ impl DbBuilder {
     /// behaviour for tests.
     pub fn background_threads(mut self, enabled: bool) -> Self {
         self.options.background_threads = enabled;
+        self
+    }
+
+    /// Compactions that may run at once on disjoint levels, and the
+    /// key-range pieces a large compaction is split into, each merged on
+    /// its own thread (default: half the cores, at least 2 and at most 8;
+    /// RocksDB's `max_background_jobs` and `max_subcompactions`). Flushes
+    /// have their own thread and never wait behind a compaction. Values
+    /// below 1 count as 1.
+    pub fn compaction_threads(mut self, threads: usize) -> Self {
+        self.options.compaction_threads = threads.max(1);
         self
     }
 
@@ -340,4 +355,12 @@ impl DbBuilder {
         }
         Ok(())
     }
+}
+
+/// Half the cores, at least 2 (so one compaction's I/O overlaps
+/// another's work even on 2 cores) and at most 8.
+fn default_compaction_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |cores| cores.get() / 2)
+        .clamp(2, 8)
 }

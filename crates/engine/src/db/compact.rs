@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::compaction::{CompactionTask, plan, plan_full};
+use crate::compaction::{CompactionTask, plan_beside, plan_full};
 use crate::error::Result;
 use crate::iter::{BoxedSource, MergeIter};
 use crate::key::{Entry, SeqNo, ValueKind};
@@ -11,31 +11,40 @@ use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
 use super::flush::{Outputs, projected_entries};
-use super::{Inner, SuperVersion, lock};
+use super::{Inner, State, SuperVersion, lock, read, write};
 
 impl Inner {
-    /// Runs the compaction the planner picks next, if any; `false` when
-    /// there is nothing to do.
+    /// Runs the compaction the planner picks next beside those under way,
+    /// if any; `false` when there is nothing to do now.
     pub(super) fn compact_once(&self) -> Result<bool> {
-        let _one_at_a_time = lock(&self.compaction_lock);
-        let version = Arc::clone(&self.current().version);
-        let task = plan(
-            &version.shape(),
-            &self.options.compaction,
-            &BTreeSet::new(),
-            self.options.table_target_bytes,
-        );
-        match task {
-            Some(task) => self.run(&version, &task).map(|()| true),
-            None => Ok(false),
-        }
+        let _beside_others = read(&self.compaction_lock);
+        let (version, task, _in_flight) = {
+            let mut state = lock(&self.state);
+            Self::check_background_error(&state)?;
+            // Planned and registered under `state`, which every install
+            // holds: the next planner sees this task, and the version it
+            // planned on is the current one.
+            let version = Arc::clone(&self.current().version);
+            let task = plan_beside(
+                &version.shape(),
+                &self.options.compaction,
+                &state.compactions,
+                self.options.table_target_bytes,
+            );
+            let Some(task) = task else {
+                return Ok(false);
+            };
+            let in_flight = self.start_job(&mut state, Some(task.clone()));
+            (version, task, in_flight)
+        };
+        self.merge(&version, &task).map(|()| true)
     }
 
     /// Flushes, then compacts every table overlapping `range` (all tables
     /// when `None`) into the last level.
     pub(super) fn compact_range(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
         self.flush_all()?;
-        let _one_at_a_time = lock(&self.compaction_lock);
+        let _alone = write(&self.compaction_lock);
         // Each step plans against the version the previous step produced.
         loop {
             let version = Arc::clone(&self.current().version);
@@ -55,17 +64,21 @@ impl Inner {
     /// Merges the task's input tables into new tables of its output level
     /// and installs the result.
     fn run(&self, version: &Version, task: &CompactionTask) -> Result<()> {
-        {
+        let _in_flight = {
             let mut state = lock(&self.state);
             Self::check_background_error(&state)?;
-            state.compacting = true;
-        }
-        let result = self.merge(version, task);
-        let mut state = lock(&self.state);
-        state.compacting = false;
-        self.changed.notify_all();
-        drop(state);
-        result
+            self.start_job(&mut state, None)
+        };
+        self.merge(version, task)
+    }
+
+    /// Counts a compaction or table rewrite as under way (and lists a
+    /// planner's `task` beside the others) until the returned guard drops,
+    /// by a panic too.
+    pub(super) fn start_job(&self, state: &mut State, task: Option<CompactionTask>) -> InFlight<'_> {
+        state.jobs += 1;
+        state.compactions.extend(task.iter().cloned());
+        InFlight { inner: self, task }
     }
 
     fn merge(&self, version: &Version, task: &CompactionTask) -> Result<()> {
@@ -131,6 +144,29 @@ impl Inner {
             table.mark_obsolete();
         }
         Ok(())
+    }
+}
+
+/// A compaction or table rewrite under way (see [`Inner::start_job`]).
+pub(super) struct InFlight<'a> {
+    inner: &'a Inner,
+    /// The planner's task, listed in `State::compactions`.
+    task: Option<CompactionTask>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.inner.state);
+        state.jobs -= 1;
+        if let Some(task) = &self.task
+            && let Some(at) = state.compactions.iter().position(|t| t == task)
+        {
+            state.compactions.swap_remove(at);
+        }
+        // Waiters for idleness, and compaction threads that waited for
+        // these levels (they sleep until the generation moves).
+        self.inner.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+        self.inner.changed.notify_all();
     }
 }
 

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
 use arc_swap::ArcSwap;
 use arc_swap::Guard;
@@ -114,7 +116,11 @@ struct State {
     /// Set when a background flush or compaction fails.
     background_error: Option<String>,
     shutting_down: bool,
-    compacting: bool,
+    /// Planner compactions under way, each on its own levels (see
+    /// `compaction::plan_beside`).
+    compactions: Vec<crate::compaction::CompactionTask>,
+    /// Compactions and table rewrites under way: idle at zero.
+    jobs: usize,
 }
 
 /// Everything the handle and its background threads share. Lock order:
@@ -148,8 +154,10 @@ struct Inner {
     write_queue: write_group::WriteQueue,
     writer: Mutex<Writer>,
     state: Mutex<State>,
-    /// Held while a compaction runs: one at a time keeps levels consistent.
-    compaction_lock: Mutex<()>,
+    /// Shared by planner compactions, which run side by side on disjoint
+    /// levels; held alone by a range compaction or a table rewrite, which
+    /// plan on their own.
+    compaction_lock: RwLock<()>,
     /// Held while a memtable is flushed, so no memtable is flushed twice.
     flush_lock: Mutex<()>,
     /// Live snapshots: sequence number -> how many handles.
@@ -158,7 +166,8 @@ struct Inner {
     // Signals between the handle and the background threads.
     /// Signalled whenever `state` or `current` changes.
     changed: Condvar,
-    /// Counts installs of `current`, so sleepers can tell a change happened.
+    /// Counts installs of `current` and ends of compactions, so sleeping
+    /// background threads can tell a change happened.
     generation: AtomicU64,
     /// Set with `State::background_error`; lets writers check it without
     /// taking the state lock.
@@ -178,6 +187,16 @@ struct Inner {
 /// a single assignment), so the poison is ignored.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Shares a read-write lock; poison is ignored as in [`lock`].
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Holds a read-write lock alone; poison is ignored as in [`lock`].
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Inner {

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use arc_swap::ArcSwap;
 
@@ -249,12 +249,13 @@ impl Inner {
                 versions,
                 background_error: None,
                 shutting_down: false,
-                compacting: false,
+                compactions: Vec::new(),
+                jobs: 0,
             }),
             changed: Condvar::new(),
             generation: AtomicU64::new(0),
             snapshots: Mutex::new(BTreeMap::new()),
-            compaction_lock: Mutex::new(()),
+            compaction_lock: RwLock::new(()),
             flush_lock: Mutex::new(()),
             failed: AtomicBool::new(false),
             indexes: ArcSwap::from_pointee(recovered.indexes),

@@ -12,7 +12,7 @@ use self::model::{KEY_SPACE, MAX_STEPS, Model, Rng, TARGET_TABLE_BYTES, encode};
 use super::full::last_level;
 use super::leveled::Leveled;
 use super::shape::KeyRange;
-use super::{plan, plan_full};
+use super::{plan, plan_beside, plan_full};
 use crate::options::CompactionStyle;
 
 impl Model {
@@ -46,6 +46,28 @@ impl Model {
             self.apply(&task);
             self.check(style);
         }
+    }
+
+    /// Plans up to `runners` tasks as that many compaction threads would,
+    /// each beside the ones planned before it, then applies them in a
+    /// random order: each must still be valid when it lands, whatever
+    /// landed before it. `false` when there was nothing to do.
+    fn run_concurrently(&mut self, style: &CompactionStyle, rng: &mut Rng, runners: usize) -> bool {
+        let mut running = Vec::new();
+        for _ in 0..runners {
+            let Some(task) = plan_beside(&self.levels, style, &running, TARGET_TABLE_BYTES) else {
+                break;
+            };
+            running.push(task);
+        }
+        self.side_by_side += usize::from(running.len() >= 2);
+        let planned = !running.is_empty();
+        while !running.is_empty() {
+            let task = running.swap_remove(rng.below(running.len() as u64) as usize);
+            self.apply(&task);
+            self.check(style);
+        }
+        planned
     }
 
     /// Compacts `range` to the last level as the runner does, checking that
@@ -103,6 +125,15 @@ fn simulate(style: &CompactionStyle, seed: u64, flushes: usize) -> Model {
         model.check(style);
         if rng.one_in(3) {
             model.plan_around_busy(style, &mut rng);
+        }
+        if rng.one_in(8) {
+            // Debt on several levels at once, worked off by several
+            // compaction threads.
+            for _ in 0..rng.below(12) {
+                model.flush(&mut rng);
+            }
+            let runners = 2 + rng.below(3) as usize;
+            while model.run_concurrently(style, &mut rng, runners) {}
         }
         model.quiesce(style);
         check_quiet(&model, style);
@@ -172,6 +203,7 @@ fn leveled_keeps_every_invariant_on_random_histories() {
             "seed {seed}: only {} levels",
             model.levels.len()
         );
+        assert!(model.side_by_side > 0, "seed {seed}: no tasks ran side by side");
     }
 }
 

@@ -50,6 +50,8 @@ pub(super) struct Model {
     latest: BTreeMap<u32, Version>,
     next_id: u64,
     flushes: u64,
+    /// Times two or more tasks were planned to run side by side.
+    pub side_by_side: usize,
 }
 
 impl Model {

@@ -9,7 +9,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::compaction::OutputRun;
-use crate::db::{Db, Inner, lock, projected_entries};
+use crate::db::{Db, Inner, lock, projected_entries, write};
 use crate::error::Result;
 use crate::sstable::ValueLeaf;
 use crate::version::{LiveTable, Version};
@@ -18,7 +18,7 @@ impl Inner {
     /// Rewrites one table that lacks the leaf of a live index; `false`
     /// when every table has every leaf (or there is no index).
     pub(in crate::db) fn backfill_once(&self) -> Result<bool> {
-        let _one_at_a_time = lock(&self.compaction_lock);
+        let _alone = write(&self.compaction_lock);
         let indexes = self.indexes.load_full();
         let version = Arc::clone(&self.current().version);
         let Some((run, table)) = version.levels.iter().find_map(|level| {
@@ -33,17 +33,12 @@ impl Inner {
         }) else {
             return Ok(false);
         };
-        {
+        let _in_flight = {
             let mut state = lock(&self.state);
             Self::check_background_error(&state)?;
-            state.compacting = true;
-        }
-        let result = self.rewrite(&version, run, &table);
-        let mut state = lock(&self.state);
-        state.compacting = false;
-        self.changed.notify_all();
-        drop(state);
-        result.map(|()| true)
+            self.start_job(&mut state, None)
+        };
+        self.rewrite(&version, run, &table).map(|()| true)
     }
 
     /// Writes `table`'s entries, unchanged, as a new table of the same
