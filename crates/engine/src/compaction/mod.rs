@@ -228,7 +228,7 @@ mod tests {
         // L2 -> L3 runs: pushing L1's table into L2 would write into a
         // level it is emptying (L2's only run could vanish under it), even
         // though the table overlaps nothing busy.
-        assert_eq!(plan_beside(&levels, &STYLE, &[deeper.clone()], 64), None);
+        assert_eq!(plan_beside(&levels, &STYLE, std::slice::from_ref(&deeper), 64), None);
         // With L2 -> L3 done elsewhere (L3 and deeper busy), L0 -> L1 work
         // is free to run.
         let levels = vec![
