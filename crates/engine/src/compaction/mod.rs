@@ -36,19 +36,23 @@
 //! # Files
 //!
 //! `shape.rs` (ranges, sizes, building tasks), `leveled.rs` and `tiered.rs`
-//! (the two styles), `full.rs` (manual compaction of a range), and
-//! `simulator/` (test only: random flushes, tasks applied to a model).
+//! (the two styles), `full.rs` (manual compaction of a range), `split.rs`
+//! (key-range pieces of one large compaction), and `simulator/` (test
+//! only: random flushes, tasks applied to a model, several at once).
 
 mod full;
 mod leveled;
 mod shape;
 #[cfg(test)]
 mod simulator;
+mod split;
 mod tiered;
 
 use std::collections::BTreeSet;
 
 use crate::options::CompactionStyle;
+
+pub(crate) use split::{piece_count, split_points};
 
 /// A table as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

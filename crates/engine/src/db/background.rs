@@ -65,13 +65,9 @@ fn run(inner: &Inner, job: Job) {
         // database like an error does.
         let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.step(inner)))
             .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
                 Err(Error::Background(format!(
-                    "the {job:?} thread panicked: {what}"
+                    "the {job:?} thread panicked: {}",
+                    panic_message(panic.as_ref())
                 )))
             });
         match stepped {
@@ -97,6 +93,15 @@ fn run(inner: &Inner, job: Job) {
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }
+}
+
+/// What a caught panic said, if it said it in a string.
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 impl Inner {

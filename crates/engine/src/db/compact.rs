@@ -3,14 +3,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::compaction::{CompactionTask, plan_beside, plan_full};
-use crate::error::Result;
-use crate::iter::{BoxedSource, MergeIter};
+use std::ops::Bound;
+
+use crate::compaction::{
+    CompactionTask, OutputRun, piece_count, plan_beside, plan_full, split_points,
+};
+use crate::error::{Error, Result};
+use crate::iter::{BoxedSource, MergeIter, UserBounds};
 use crate::key::{Entry, SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
 use super::flush::{Outputs, projected_entries};
+use super::background::panic_message;
 use super::{Inner, State, SuperVersion, lock, read, write};
 
 impl Inner {
@@ -83,18 +88,6 @@ impl Inner {
 
     fn merge(&self, version: &Version, task: &CompactionTask) -> Result<()> {
         let inputs = inputs_of(version, task);
-        // Newest first: levels top-down, runs within a level newest first.
-        let sources: Vec<BoxedSource<'static>> = inputs
-            .iter()
-            .map(|t| {
-                let iter = t
-                    .table
-                    .iter(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
-                Box::new(iter) as BoxedSource<'static>
-            })
-            .collect();
-        let oldest_snapshot = self.oldest_snapshot();
-        let entries = GarbageFilter::new(MergeIter::new(sources), oldest_snapshot, task.bottommost);
         // Every input leaves its level; about as many entries arrive at the
         // output level (less what the merge drops).
         let incoming = inputs.iter().map(|t| t.meta.entries).sum();
@@ -102,15 +95,65 @@ impl Inner {
             .iter()
             .map(|t| (t.meta.level as usize, t.meta.entries));
         let projected = projected_entries(version, task.output_level, incoming, removed);
-        let outputs = self.write_tables(
-            entries,
-            task.output_level,
-            task.output_run,
-            None,
-            &projected,
+        let input_bytes = inputs.iter().map(|t| t.meta.file_size).sum();
+        let pieces = piece_count(
+            input_bytes,
             task.target_table_bytes,
-            true,
-        )?;
+            self.options.compaction_threads,
+        );
+        let starts: Vec<(&[u8], u64)> = inputs
+            .iter()
+            .map(|t| (t.smallest_user_key(), t.meta.file_size))
+            .collect();
+        let pieces = key_ranges(split_points(&starts, pieces));
+        // Every piece's tables join one run: a new one is named before the
+        // pieces start (run ids are file numbers taken when the run is made).
+        let run = match task.output_run {
+            OutputRun::New if pieces.len() > 1 => OutputRun::Existing(self.new_file_number()),
+            run => run,
+        };
+        let oldest_snapshot = self.oldest_snapshot();
+        let merge_piece = |(lower, upper): &UserBounds| {
+            // Newest first: levels top-down, runs within a level newest first.
+            let sources: Vec<BoxedSource<'static>> = inputs
+                .iter()
+                .map(|t| Box::new(t.table.iter(lower.clone(), upper.clone())) as BoxedSource<'static>)
+                .collect();
+            let entries =
+                GarbageFilter::new(MergeIter::new(sources), oldest_snapshot, task.bottommost);
+            self.write_tables(
+                entries,
+                task.output_level,
+                run,
+                None,
+                &projected,
+                task.target_table_bytes,
+                true,
+            )
+        };
+        let merged: Vec<Result<Outputs>> = match pieces.as_slice() {
+            [whole] => vec![merge_piece(whole)],
+            _ => std::thread::scope(|scope| {
+                let threads: Vec<_> = pieces
+                    .iter()
+                    .map(|piece| scope.spawn(|| merge_piece(piece)))
+                    .collect();
+                threads
+                    .into_iter()
+                    .map(|thread| {
+                        thread.join().unwrap_or_else(|panic| {
+                            // A custom extractor's panic, say: the compaction
+                            // fails as a panic on the background thread would.
+                            Err(Error::Background(format!(
+                                "a compaction piece panicked: {}",
+                                panic_message(panic.as_ref())
+                            )))
+                        })
+                    })
+                    .collect()
+            }),
+        };
+        let outputs = self.join_pieces(merged)?;
         let written: u64 = outputs.metas.iter().map(|m| m.file_size).sum();
         self.replace_tables(&inputs, outputs)?;
         self.counters.with(|c| {
@@ -119,6 +162,47 @@ impl Inner {
         });
         Ok(())
     }
+
+    /// The pieces' outputs in key order, or the first error, with every
+    /// table the other pieces wrote deleted.
+    fn join_pieces(&self, merged: Vec<Result<Outputs>>) -> Result<Outputs> {
+        let mut joined = Outputs {
+            metas: Vec::new(),
+            opened: BTreeMap::new(),
+        };
+        let mut failure = None;
+        for piece in merged {
+            match piece {
+                Ok(outputs) => {
+                    joined.metas.extend(outputs.metas);
+                    joined.opened.extend(outputs.opened);
+                }
+                Err(err) => {
+                    failure.get_or_insert(err);
+                }
+            }
+        }
+        match failure {
+            Some(err) => {
+                self.discard(&joined, None);
+                Err(err)
+            }
+            None => Ok(joined),
+        }
+    }
+}
+
+/// The key ranges between consecutive `splits`, from the first key to the
+/// last.
+fn key_ranges(splits: Vec<Vec<u8>>) -> Vec<UserBounds> {
+    let mut lower = Bound::Unbounded;
+    let mut ranges = Vec::with_capacity(splits.len() + 1);
+    for split in splits {
+        ranges.push((lower, Bound::Excluded(split.clone())));
+        lower = Bound::Included(split);
+    }
+    ranges.push((lower, Bound::Unbounded));
+    ranges
 }
 
 impl Inner {

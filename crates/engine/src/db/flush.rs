@@ -258,7 +258,7 @@ impl Inner {
     }
 
     /// Deletes tables written by an abandoned flush or compaction.
-    fn discard(&self, outputs: &Outputs, unfinished: Option<u64>) {
+    pub(super) fn discard(&self, outputs: &Outputs, unfinished: Option<u64>) {
         for id in outputs.metas.iter().map(|m| m.id).chain(unfinished) {
             let _ = self.options.fs.remove(&self.file(&filenames::table(id)));
         }

@@ -130,17 +130,20 @@ fn recover_version(
     let fs = options.fs.as_ref();
     let dir = &options.path;
     let Some(manifest_name) = read_current(fs, dir)? else {
+        // A new database. A manifest without CURRENT is one whose creation
+        // was cut short (the first manifest is written before CURRENT names
+        // it, and no write is acknowledged before that): it is started
+        // again, the stray manifest deleted as obsolete, and any WAL
+        // replayed. Tables without CURRENT are data whose manifest is lost.
         let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
-        if names.iter().any(|n| {
-            matches!(
-                filenames::parse(n),
-                Some(FileKind::Table(_) | FileKind::Manifest(_))
-            )
-        }) {
+        if names
+            .iter()
+            .any(|n| matches!(filenames::parse(n), Some(FileKind::Table(_))))
+        {
             return Err(Error::corruption(
                 dir.join(filenames::CURRENT),
                 0,
-                "CURRENT is missing but the directory holds tables or manifests",
+                "CURRENT is missing but the directory holds tables",
             ));
         }
         return Ok(Recovered {

@@ -39,22 +39,21 @@ pub(super) fn read(
     let name = match read_current(fs, dir) {
         Ok(Some(name)) => name,
         Ok(None) => {
-            let holds_data = names.iter().any(|n| {
-                matches!(
-                    filenames::parse(n),
-                    Some(FileKind::Table(_) | FileKind::Manifest(_))
-                )
-            });
-            if holds_data {
+            // As the open decides: tables need the manifest CURRENT names;
+            // a manifest alone is a creation cut short before CURRENT.
+            let holds_tables = names
+                .iter()
+                .any(|n| matches!(filenames::parse(n), Some(FileKind::Table(_))));
+            if holds_tables {
                 out.problem(
                     &current,
                     None,
-                    "CURRENT is missing but the directory holds tables or manifests",
+                    "CURRENT is missing but the directory holds tables",
                 );
             } else {
                 out.note(
-                    "no CURRENT and no manifest: a database whose creation was interrupted; the \
-                     next open replays its WAL",
+                    "no CURRENT and no table: a database whose creation was interrupted; the \
+                     next open starts it again and replays its WAL",
                 );
             }
             return (None, None);
