@@ -2,6 +2,7 @@
 //! the same code against each of them.
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::filters::keys::Key;
 
@@ -67,6 +68,14 @@ pub trait Engine: Sync {
     fn name(&self) -> &'static str;
     /// Writes one key (no sync: both engines hand the log to the OS).
     fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()>;
+    /// Writes one key as its own write, durable when it returns: its log
+    /// record synced with `fdatasync` (db_bench's `--sync`).
+    fn put_synced(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()>;
+    /// Time writers spent delayed or stopped by background work (flush or
+    /// compaction debt) since open, where the engine counts it.
+    fn write_stall(&self) -> Option<Duration> {
+        None
+    }
     /// Length of the value of `key`, if present.
     fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>>;
     /// Lengths of the values of `keys`, in order. The default reads them

@@ -22,6 +22,11 @@
 //!    compacted shape. `seekempty16`, `seekempty1024` on the gapped integer
 //!    keys; `prefixhit`, `prefixmissing` on the prefixed keys.
 //! 5. `fillseq` into a fresh directory.
+//! 6. Only when `--workloads` names them, the threaded writes (see
+//!    [`writes`]): `fillthreads`, then `fillsync`, each at every `--threads`
+//!    count in the plan's rotated order, each run into a fresh directory,
+//!    with the engine's write stalls and (`fillthreads`, after an untimed
+//!    flush and wait) the bytes written per byte put.
 //!
 //! Filter counters that cost an engine time (RocksDB's statistics) are off
 //! in the timed runs; such an engine's counters come from an untimed pass of
@@ -40,6 +45,7 @@ mod sift;
 mod stores;
 mod threads;
 mod workload;
+mod writes;
 
 use std::collections::BTreeMap;
 
@@ -67,7 +73,8 @@ pub struct Args {
     /// counts (e.g. 1,2,4): every read workload then runs at each count and
     /// the table ends with a scaling summary. Each thread does `--reads`
     /// operations on its own slice of the key stream; readwhilewriting adds
-    /// its one writer. The fills always run on one thread.
+    /// its one writer. The threaded writes (fillthreads, fillsync) run on as
+    /// many writers; fillrandom and fillseq always run on one thread.
     #[arg(
         long,
         value_delimiter = ',',
@@ -86,14 +93,21 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
 
-    /// Read workloads to run (comma-separated), or `all`. Default: those
+    /// Workloads to run (comma-separated), or `all`. Default: the reads
     /// on the main store, readrandom, readmissing, multireadrandom,
     /// multireadmissing, seekrandom, readwhilewriting, seekrandombounded.
     /// Opt-in, each pair loading a store of its own: seekempty16,
     /// seekempty1024 (empty bounded ranges over integer keys); prefixhit,
-    /// prefixmissing (prefix scans). The fills always run.
+    /// prefixmissing (prefix scans). Opt-in threaded writes, each run into
+    /// a fresh store at every --threads count: fillthreads (--num unsynced
+    /// puts split among the writers), fillsync (--sync-puts synced puts per
+    /// writer). fillrandom and fillseq always run.
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
+
+    /// Synced puts per writer thread of fillsync.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    sync_puts: u64,
 
     /// Skip the compacted shape.
     #[arg(long)]
@@ -138,7 +152,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for name in &args.engines {
         check_engine(name)?;
     }
-    let selected = select(&args.workloads)?;
+    let (writes, selected): (Vec<Workload>, Vec<Workload>) = select(&args.workloads)?
+        .into_iter()
+        .partition(|w| w.threaded_write());
     if selected.iter().any(|w| w.store() == Store::Gapped) {
         stores::Gapped::new(args.seed, args.num)?;
     }
@@ -193,6 +209,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 settings: &settings,
                 keys: &keys,
                 workloads: &selected,
+                writes: &writes,
                 threads: &threads,
             };
             for (workload, shape, threads, sample) in
@@ -214,8 +231,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     crate::filters::report::emit(args.json, &rows, Row::json, report::table)
 }
 
-/// One engine's whole sequence (see the module docs), each read workload at
-/// each thread count of the plan in that order; the fills run on one thread.
+/// One engine's whole sequence (see the module docs), each read and
+/// threaded write workload at each thread count of the plan in that order;
+/// fillrandom and fillseq run on one thread.
 fn run_engine(
     name: &str,
     args: &Args,
@@ -274,7 +292,55 @@ fn run_engine(
         1,
         Sample::of(&fill, engine.as_ref(), dir.path(), false),
     ));
+    drop(engine);
+    drop(dir);
+    for &workload in plan.writes {
+        for &threads in plan.threads {
+            eprintln!(
+                "  {} ({threads} writer{})",
+                workload.name(),
+                if threads == 1 { "" } else { "s" }
+            );
+            let sample = write(name, args, plan, (workload, threads), present)?;
+            out.push((workload, Shape::Load, threads, sample));
+        }
+    }
     Ok(out)
+}
+
+/// Runs threaded write `workload` on `threads` writers into a fresh store
+/// of engine `name` (see [`writes::run`]), timed, with the engine's write
+/// stalls over the timed puts. After `fillthreads` the store is flushed and
+/// waited for, untimed, so its bytes written per byte put count the flush
+/// and compactions the fill left; the sample's tables and disk size are
+/// those the timed puts left, as for the other fills.
+fn write(
+    name: &str,
+    args: &Args,
+    plan: Plan<'_>,
+    (workload, threads): (Workload, usize),
+    load: &[keys::Key],
+) -> anyhow::Result<Sample> {
+    let dir = args.dir.create()?;
+    let engine = open(name, dir.path(), plan.settings, Store::Random, Pass::Timed)?;
+    let meter = writes::Meter::start(engine.as_ref());
+    let run = writes::run(
+        engine.as_ref(),
+        workload,
+        load,
+        (plan.keys.seed, args.sync_puts),
+        threads,
+    )?;
+    let stall = meter.stall(engine.as_ref());
+    let mut sample = Sample::of(&run, engine.as_ref(), dir.path(), false);
+    let write_amp = if workload == Workload::FillThreads {
+        engine.settle()?;
+        meter.amplification(run.ops * writes::USER_BYTES_PER_PUT)
+    } else {
+        None
+    };
+    sample.count_writes(stall, write_amp);
+    Ok(sample)
 }
 
 /// On `engine` (its `store` in `dir`, just loaded): flush and wait, then
@@ -507,6 +573,73 @@ mod tests {
             if workload == Workload::ReadRandom {
                 assert_eq!(run.filters.probes, 3000);
             }
+        }
+        Ok(())
+    }
+
+    /// Every engine takes the threaded writes: `fillthreads` puts every key
+    /// of the load once (all readable afterwards) whatever the writer
+    /// count, `fillsync` its puts per writer; the cost figures are there
+    /// where the engine has them.
+    #[test]
+    fn threaded_writes_put_every_key_on_every_engine() -> anyhow::Result<()> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let args = <Cli as clap::Parser>::try_parse_from(["db", "--sync-puts", "20"])?.args;
+        let settings = small_settings();
+        let keys = Keys {
+            seed: 7,
+            present: 5000,
+            missing: 5000,
+        };
+        let load = keys::generate(7, 0, 5000);
+        let plan = Plan {
+            settings: &settings,
+            keys: &keys,
+            workloads: &[],
+            writes: &Workload::WRITES,
+            threads: &[3],
+        };
+        for &name in ENGINES {
+            let dir = tempfile::tempdir()?;
+            let engine = open(name, dir.path(), &settings, Store::Random, Pass::Timed)?;
+            let run = writes::run(engine.as_ref(), Workload::FillThreads, &load, (7, 20), 3)?;
+            assert_eq!(run.ops, 5000, "{name}");
+            let check = workload::run_read(engine.as_ref(), Workload::ReadRandom, &keys, 2000, 1);
+            assert!(check.is_ok(), "{name}: {check:?}");
+            let run = writes::run(engine.as_ref(), Workload::FillSync, &load, (8, 20), 2)?;
+            assert_eq!(run.ops, 40, "{name}");
+            drop(engine);
+
+            let row = |workload| {
+                let sample = write(name, &args, plan, (workload, 3), &load)?;
+                anyhow::Ok(report::Row::summarize(
+                    name,
+                    workload,
+                    Shape::Load,
+                    3,
+                    &[sample],
+                ))
+            };
+            let fill = serde_json::to_value(row(Workload::FillThreads)?)?;
+            let sync = serde_json::to_value(row(Workload::FillSync)?)?;
+            assert_eq!(
+                fill["stall_ms"].is_null(),
+                name == "fjall",
+                "{name}: {fill}"
+            );
+            assert_eq!(
+                sync["stall_ms"].is_null(),
+                name == "fjall",
+                "{name}: {sync}"
+            );
+            // The log alone writes every byte put once.
+            let write_amp = fill["write_amp"].as_f64().unwrap_or(0.0);
+            assert!(write_amp > 1.0, "{name}: {fill}");
+            assert!(sync["write_amp"].is_null(), "{name}: {sync}");
         }
         Ok(())
     }

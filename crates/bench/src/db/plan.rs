@@ -1,5 +1,6 @@
-//! What `sift-bench db` runs: the read workloads `--workloads` selects,
-//! with the settings, keys and thread counts every engine gets.
+//! What `sift-bench db` runs: the read and threaded write workloads
+//! `--workloads` selects, with the settings, keys and thread counts every
+//! engine gets.
 
 use anyhow::bail;
 
@@ -15,27 +16,30 @@ pub struct Plan<'a> {
     pub keys: &'a Keys,
     /// The read workloads, in the order of [`Workload::READS`].
     pub workloads: &'a [Workload],
-    /// The thread counts each read workload runs at, in this order.
+    /// The threaded write workloads, in the order of [`Workload::WRITES`].
+    pub writes: &'a [Workload],
+    /// The thread counts each read and threaded write workload runs at, in
+    /// this order.
     pub threads: &'a [usize],
 }
 
-/// The read workloads `--workloads` names (`all`: every one), in the order
-/// of [`Workload::READS`]; none named: those that run by default
+/// The workloads `--workloads` names (`all`: every one), reads in the
+/// order of [`Workload::READS`] then threaded writes in that of
+/// [`Workload::WRITES`]; none named: those that run by default
 /// ([`Workload::by_default`]).
 pub fn select(names: &[String]) -> anyhow::Result<Vec<Workload>> {
-    let known: Vec<&str> = Workload::READS.iter().map(|w| w.name()).collect();
+    let known: Vec<&str> = selectable().map(Workload::name).collect();
     if let Some(bad) = names
         .iter()
         .find(|w| *w != "all" && !known.contains(&w.as_str()))
     {
         bail!(
-            "unknown read workload {bad:?}: choose from {}, or all",
+            "unknown workload {bad:?}: choose from {}, or all",
             known.join(", ")
         );
     }
     let all = names.iter().any(|n| n == "all");
-    Ok(Workload::READS
-        .into_iter()
+    Ok(selectable()
         .filter(|w| {
             if names.is_empty() {
                 w.by_default()
@@ -44,6 +48,11 @@ pub fn select(names: &[String]) -> anyhow::Result<Vec<Workload>> {
             }
         })
         .collect())
+}
+
+/// Every workload `--workloads` can name, in the order they run.
+fn selectable() -> impl Iterator<Item = Workload> {
+    Workload::READS.into_iter().chain(Workload::WRITES)
 }
 
 #[cfg(test)]
@@ -60,13 +69,25 @@ mod tests {
         assert_eq!(default.len(), 7, "{default:?}");
         assert!(default.contains(&"seekrandombounded"), "{default:?}");
         assert!(!default.contains(&"seekempty16"), "{default:?}");
-        assert_eq!(names(&["all"])?.len(), Workload::READS.len());
+        assert!(!default.contains(&"fillsync"), "{default:?}");
+        assert_eq!(
+            names(&["all"])?.len(),
+            Workload::READS.len() + Workload::WRITES.len()
+        );
         assert_eq!(
             names(&["prefixmissing", "seekempty16"])?,
             ["seekempty16", "prefixmissing"]
         );
+        assert_eq!(
+            names(&["fillsync", "readrandom", "fillthreads"])?,
+            ["readrandom", "fillthreads", "fillsync"]
+        );
         let bad = format!("{:#}", select(&["seekempty".to_owned()]).unwrap_err());
         assert!(bad.contains("seekempty1024, prefixhit"), "{bad}");
+        assert!(
+            bad.contains("prefixmissing, fillthreads, fillsync"),
+            "{bad}"
+        );
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Samples, their medians over repetitions, and the printed table / JSON.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -42,6 +43,8 @@ pub struct Sample {
     scan_filter_bits_per_key: Option<f64>,
     tables: u64,
     disk_bytes: u64,
+    stall_ms: Option<f64>,
+    write_amp: Option<f64>,
 }
 
 impl Sample {
@@ -66,6 +69,8 @@ impl Sample {
             scan_filter_bits_per_key: shape.scan_filter_bits_per_key,
             tables: shape.tables,
             disk_bytes: disk_bytes(dir),
+            stall_ms: None,
+            write_amp: None,
         };
         sample.count_filters(run, all_absent);
         sample
@@ -92,6 +97,14 @@ impl Sample {
         };
     }
 
+    /// Takes a threaded write's cost: the engine's write stall time over
+    /// the timed puts, and bytes written per byte put (see
+    /// [`super::writes::Meter`]), each where measured.
+    pub fn count_writes(&mut self, stall: Option<Duration>, write_amp: Option<f64>) {
+        self.stall_ms = stall.map(|d| d.as_secs_f64() * 1000.0);
+        self.write_amp = write_amp;
+    }
+
     /// Filter probes per operation (for tests of the harness).
     #[cfg(test)]
     pub fn probes_per_op(&self) -> f64 {
@@ -105,8 +118,9 @@ pub struct Row {
     engine: String,
     workload: &'static str,
     shape: &'static str,
-    /// Threads that ran the workload's operations at once (the fills: 1;
-    /// `readwhilewriting`: its readers, the writer not counted).
+    /// Threads that ran the workload's operations at once (`fillrandom`,
+    /// `fillseq`: 1; `readwhilewriting`: its readers, the writer not
+    /// counted; `fillthreads`, `fillsync`: the writers).
     threads: usize,
     /// Which filters `probes_per_op` and `fpr` count: `key` filters, or
     /// `scan` filters (prefix and range filters) for the scan workloads.
@@ -123,6 +137,12 @@ pub struct Row {
     disk_bytes: u64,
     /// `(max - min) / median` of ops/s over repetitions: the noise.
     ops_spread: f64,
+    /// Threaded writes: the engine's write stall time during the timed
+    /// puts, in ms (Sift, RocksDB; `None` for fjall, which counts none).
+    stall_ms: Option<f64>,
+    /// `fillthreads`: bytes the process wrote from the first put until the
+    /// flush and compactions after the fill finished, over the bytes put.
+    write_amp: Option<f64>,
 }
 
 impl Row {
@@ -156,7 +176,14 @@ impl Row {
             tables: median(|s| s.tables as f64) as u64,
             disk_bytes: median(|s| s.disk_bytes as f64) as u64,
             ops_spread: ops.relative_range(),
+            stall_ms: optional(|s| s.stall_ms),
+            write_amp: optional(|s| s.write_amp),
         }
+    }
+
+    /// Whether the row is a threaded write ([`Workload::WRITES`]).
+    fn threaded_write(&self) -> bool {
+        Workload::WRITES.iter().any(|w| w.name() == self.workload)
     }
 
     /// Whether `other` ran the same workload in the same shape.
@@ -177,6 +204,7 @@ impl Row {
 pub fn table(rows: &[Row]) -> String {
     let with_rocksdb = rows.iter().any(|r| r.engine == "rocksdb");
     let with_noscan = rows.iter().any(|r| r.engine == "sift-noscan");
+    let with_writes = rows.iter().any(Row::threaded_write);
     let mut headers = vec![
         "engine", "workload", "shape", "threads", "ops/s", "vs fjall",
     ];
@@ -186,9 +214,11 @@ pub fn table(rows: &[Row]) -> String {
     if with_noscan {
         headers.push("vs noscan");
     }
+    headers.extend(["ops/cpu-s", "spread"]);
+    if with_writes {
+        headers.extend(["stall ms", "w-amp"]);
+    }
     headers.extend([
-        "ops/cpu-s",
-        "spread",
         "probes/op",
         "fpr %",
         "bits/key",
@@ -225,6 +255,14 @@ pub fn table(rows: &[Row]) -> String {
             cells.extend([
                 format!("{:.0}", r.cpu_ops_per_sec),
                 format!("{:.0}%", r.ops_spread * 100.0),
+            ]);
+            if with_writes {
+                cells.extend([
+                    r.stall_ms.map_or("-".into(), |ms| format!("{ms:.0}")),
+                    r.write_amp.map_or("-".into(), |a| format!("{a:.2}")),
+                ]);
+            }
+            cells.extend([
                 format!("{:.2}", r.probes_per_op),
                 r.fpr.map_or("-".into(), |p| format!("{:.3}", p * 100.0)),
                 r.filter_bits_per_key
@@ -241,8 +279,12 @@ pub fn table(rows: &[Row]) -> String {
     if rows.iter().any(|r| r.filters == "scan") {
         out.push_str(SCAN_NOTE);
     }
-    if with_rocksdb {
+    // The note is about read workloads' counters: none, none to explain.
+    if with_rocksdb && rows.iter().any(|r| r.shape != Shape::Load.name()) {
         out.push_str(ROCKSDB_NOTE);
+    }
+    if with_writes {
+        out.push_str(WRITES_NOTE);
     }
     if let Some(scaling) = scaling(rows) {
         out.push('\n');
@@ -251,13 +293,13 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// When reads ran at several thread counts: per engine, read workload and
-/// shape, the ops/s at the lowest count and, for each higher count `T`,
-/// ops/s(T) over that figure. `None` for a single count.
+/// When reads or threaded writes ran at several thread counts: per engine,
+/// workload and shape, the ops/s at the lowest count and, for each higher
+/// count `T`, ops/s(T) over that figure. `None` for a single count.
 pub fn scaling(rows: &[Row]) -> Option<String> {
     let reads: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.shape != Shape::Load.name())
+        .filter(|r| r.shape != Shape::Load.name() || r.threaded_write())
         .collect();
     let mut counts: Vec<usize> = reads.iter().map(|r| r.threads).collect();
     counts.sort_unstable();
@@ -292,7 +334,8 @@ pub fn scaling(rows: &[Row]) -> Option<String> {
         .collect();
     Some(format!(
         "scaling: ops/s with T threads over ops/s with T={base} (medians; \
-         T readers at once, each doing --reads operations)\n{}",
+         T readers at once, each doing --reads operations; fillthreads: T writers \
+         sharing the same puts; fillsync: T writers, each doing --sync-puts)\n{}",
         render(&headers, &cells)
     ))
 }
@@ -306,6 +349,16 @@ const SCAN_NOTE: &str = "seekrandombounded, seekempty*, prefix*: probes/op and f
 const ROCKSDB_NOTE: &str = "rocksdb: probes/op and fpr % come from an untimed pass of each \
                             read workload over a copy of the store with statistics on; \
                             timed runs have them off.\n";
+
+/// Below the table when a threaded write ran.
+const WRITES_NOTE: &str = "fillthreads, fillsync: each into a fresh store. stall ms: the \
+                           engine's write stall time during the timed puts (Sift: \
+                           Db::stats; RocksDB: rocksdb.dbstats' cumulative stall; fjall \
+                           counts none: -). w-amp (fillthreads): bytes the process handed \
+                           to write(2) (/proc/self/io wchar: log, flushes, compactions, \
+                           manifests) from the first put until the flush and compactions \
+                           after the fill finished, over the 116 bytes of key and value \
+                           per put.\n";
 
 #[cfg(test)]
 mod tests {
@@ -327,6 +380,8 @@ mod tests {
             tables: 3,
             disk_bytes: 1 << 20,
             ops_spread: 0.0,
+            stall_ms: None,
+            write_amp: None,
         }
     }
 
@@ -407,5 +462,52 @@ mod tests {
             lines[4].starts_with("sift") && lines[4].ends_with("1.60x"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn threaded_writes_show_their_cost_and_scale() {
+        let write = |engine: &str, workload: &'static str, threads: usize, ops_per_sec: f64| Row {
+            workload,
+            shape: "load",
+            threads,
+            stall_ms: (engine == "sift").then_some(12.0),
+            write_amp: (workload == "fillthreads").then_some(3.25),
+            ..row(engine, ops_per_sec)
+        };
+        let reads = table(&[row("fjall", 100.0), row("sift", 150.0)]);
+        assert!(!reads.contains("w-amp") && !reads.contains(WRITES_NOTE));
+        let rows = [
+            Row {
+                workload: "fillrandom",
+                shape: "load",
+                ..row("sift", 50.0)
+            },
+            write("fjall", "fillsync", 1, 200.0),
+            write("fjall", "fillsync", 4, 300.0),
+            write("sift", "fillthreads", 1, 100.0),
+            write("sift", "fillthreads", 4, 250.0),
+        ];
+        let out = table(&rows);
+        assert!(out.contains("stall ms") && out.contains("w-amp"), "{out}");
+        let line = |prefix: &str| {
+            out.lines()
+                .find(|l| l.starts_with(prefix) && l.contains(" 250 "))
+                .unwrap_or("")
+        };
+        assert!(line("sift").contains(" 12 ") && line("sift").contains(" 3.25 "));
+        let fjall = out.lines().find(|l| l.contains("fillsync")).unwrap_or("");
+        assert_eq!(
+            fjall.matches(" - ").count(),
+            4,
+            "stall, w-amp, bits/key: {fjall}"
+        );
+        assert!(out.contains(WRITES_NOTE), "{out}");
+        // The single-threaded fill is not summarized; the threaded writes are.
+        let summary = scaling(&rows).unwrap_or_default();
+        assert!(!summary.contains("fillrandom"), "{summary}");
+        let lines: Vec<&str> = summary.lines().collect();
+        assert_eq!(lines.len(), 5, "title, header, rule, 2 writes: {summary}");
+        assert!(lines[3].contains("fillsync") && lines[3].ends_with("1.50x"));
+        assert!(lines[4].contains("fillthreads") && lines[4].ends_with("2.50x"));
     }
 }

@@ -1,8 +1,12 @@
 //! Sift (`siftdb`) as a contender.
 
 use std::path::Path;
+use std::time::Duration;
 
-use siftdb::{BitsPerKey, Compression, Db, FilterPolicy, PrefixExtractor, RangeFilterPolicy};
+use siftdb::{
+    BitsPerKey, Compression, Db, FilterPolicy, PrefixExtractor, RangeFilterPolicy, WriteBatch,
+    WriteOptions,
+};
 
 use super::engine::{Engine, FilterCounters, Settings, Shape, Visit};
 use super::stores::{PREFIX_LEN, Store};
@@ -78,6 +82,18 @@ impl Engine for Sift {
 
     fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
         Ok(self.db.insert(key, value)?)
+    }
+
+    /// A one-entry batch written with [`WriteOptions::sync`]: `Db::insert`
+    /// takes no options.
+    fn put_synced(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 16);
+        batch.insert(key, value);
+        Ok(self.db.write_with(&batch, WriteOptions::sync())?)
+    }
+
+    fn write_stall(&self) -> Option<Duration> {
+        Some(Duration::from_micros(self.db.stats().write_stall_micros))
     }
 
     fn get(&self, key: &[u8]) -> anyhow::Result<Option<usize>> {

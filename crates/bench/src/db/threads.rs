@@ -1,4 +1,4 @@
-//! Running one read workload on several threads at once, timed from the
+//! Running one workload on several threads at once, timed from the
 //! moment they are all released to the moment the last one finishes.
 
 use std::sync::Barrier;
@@ -39,7 +39,7 @@ pub fn together(
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a reader thread panicked")))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a reader or writer thread panicked")))
             })
             .collect()
     });

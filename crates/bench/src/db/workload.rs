@@ -26,6 +26,13 @@ pub enum Workload {
     FillSeq,
     /// Keys inserted in random order.
     FillRandom,
+    /// `FillRandom`'s keys and values, unsynced, into a fresh store by
+    /// `--threads` writers at once, each a disjoint share of the keys
+    /// (see [`super::writes`]).
+    FillThreads,
+    /// Synced single puts (db_bench's `fillsync`) into a fresh store by
+    /// `--threads` writers at once, `--sync-puts` each.
+    FillSync,
     /// Point lookups of present keys.
     ReadRandom,
     /// Point lookups of absent keys drawn from the same distribution, so
@@ -68,6 +75,8 @@ impl Workload {
         match self {
             Self::FillSeq => "fillseq",
             Self::FillRandom => "fillrandom",
+            Self::FillThreads => "fillthreads",
+            Self::FillSync => "fillsync",
             Self::ReadRandom => "readrandom",
             Self::ReadMissing => "readmissing",
             Self::MultiReadRandom => "multireadrandom",
@@ -97,6 +106,15 @@ impl Workload {
         Self::PrefixMissing,
     ];
 
+    /// The write workloads that run at every thread count, each into a
+    /// fresh store (the fills before the reads always run on one thread).
+    pub const WRITES: [Self; 2] = [Self::FillThreads, Self::FillSync];
+
+    /// Whether the workload is one of [`Workload::WRITES`].
+    pub fn threaded_write(self) -> bool {
+        Self::WRITES.contains(&self)
+    }
+
     /// The store the workload reads (and loads first).
     pub fn store(self) -> Store {
         match self {
@@ -106,13 +124,14 @@ impl Workload {
         }
     }
 
-    /// Whether the workload runs without `--workloads`: those of the
-    /// [`Store::Random`] store. The others each need a store of their own,
-    /// loaded and compacted per engine and repetition, which would add
-    /// (estimated, not measured at full size) a third or so to the default
-    /// run's ten minutes.
+    /// Whether the workload runs without `--workloads`: the reads of the
+    /// [`Store::Random`] store. The scan workloads each need a store of
+    /// their own, loaded and compacted per engine and repetition, which
+    /// would add (estimated, not measured at full size) a third or so to
+    /// the default run's ten minutes; the threaded writes a fresh store per
+    /// engine, thread count and repetition.
     pub fn by_default(self) -> bool {
-        self.store() == Store::Random
+        self.store() == Store::Random && !self.threaded_write()
     }
 
     /// Whether the workload's filters are scan filters (prefix and range
@@ -285,7 +304,7 @@ pub fn run_read(
                 read.and_then(|span| written.map(|()| span))
             })
         }
-        Workload::FillSeq | Workload::FillRandom => {
+        Workload::FillSeq | Workload::FillRandom | Workload::FillThreads | Workload::FillSync => {
             anyhow::bail!("{} is not a read", workload.name())
         }
     })
@@ -387,7 +406,7 @@ fn overwrite_until(engine: &dyn Engine, keys: &Keys, done: &AtomicBool) -> anyho
 /// or the wall time `body` returns when it measured its operations itself
 /// (threads released together, see [`together`]). The filter figures are
 /// the change of `counters` over the call.
-fn timed(
+pub(super) fn timed(
     engine: &dyn Engine,
     counters: fn(&dyn Engine) -> FilterCounters,
     ops: u64,
