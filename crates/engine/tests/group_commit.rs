@@ -376,3 +376,36 @@ fn a_failed_group_sync_fails_every_writer_in_it_and_the_database() {
     assert_eq!(reopened.get(b"before").unwrap().as_deref(), Some(&b"acknowledged"[..]));
     assert_eq!(reopened.get(b"leader").unwrap().as_deref(), Some(&b"synced"[..]));
 }
+
+/// A writer slowed down by compaction debt and then made to wait for a
+/// flush is stalled once, not twice: with one writer, the stall time
+/// never exceeds the time spent writing.
+#[test]
+fn write_stalls_are_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::builder(dir.path())
+        .memtable_bytes(8 << 10)
+        .max_immutable_memtables(1)
+        .table_target_bytes(4 << 10)
+        .l0_stall_runs(1, 3)
+        .compaction_style(siftdb::CompactionStyle::Leveled {
+            l0_trigger: 2,
+            size_ratio: 4,
+            l1_bytes: 16 << 10,
+        })
+        .compaction_threads(1)
+        .open()
+        .unwrap();
+    let value = [7u8; 200];
+    let started = std::time::Instant::now();
+    for i in 0..3_000u32 {
+        db.insert(i.to_be_bytes(), value).unwrap();
+    }
+    let elapsed = started.elapsed().as_micros() as u64;
+    let stalled = db.stats().write_stall_micros;
+    assert!(stalled > 0, "the load never stalled: the test shows nothing");
+    assert!(
+        stalled <= elapsed,
+        "{stalled} µs of stalls in {elapsed} µs of writing"
+    );
+}

@@ -272,9 +272,6 @@ impl Inner {
     /// Before a write: delays it while compaction is behind, and freezes a
     /// full memtable, waiting when too many are frozen already.
     fn make_room(&self, writer: &mut Writer, bytes: u64) -> Result<()> {
-        // The clock is read before the first delay or wait, not on entry:
-        // the common write, with room and no compaction debt, never reads it.
-        let mut started: Option<Instant> = None;
         let mut delayed = false;
         loop {
             let current = self.pin();
@@ -283,37 +280,31 @@ impl Inner {
                 Self::check_background_error(&lock(&self.state))?;
             }
             if !delayed && l0_runs >= self.options.l0_slowdown_runs {
-                started.get_or_insert_with(Instant::now);
                 delayed = true;
                 writer.delay_debt += bytes;
                 if writer.delay_debt >= DELAY_BYTES_PER_MS {
                     writer.delay_debt -= DELAY_BYTES_PER_MS;
+                    // Each delay and each wait counts its own time: a write
+                    // both delayed and then stopped is stalled once.
+                    let delay = Instant::now();
                     std::thread::sleep(Duration::from_millis(1));
+                    let slept = delay.elapsed().as_micros() as u64;
+                    self.counters.with(|c| c.write_stall_micros.add(slept));
                 }
             }
             if current.active.approximate_bytes() < self.options.memtable_bytes {
-                break;
+                return Ok(());
             }
             if current.immutables.len() >= self.options.max_immutable_memtables {
-                started.get_or_insert_with(Instant::now);
                 self.wait_for_flush()?;
                 continue;
             }
             if l0_runs >= self.options.l0_stop_runs {
-                started.get_or_insert_with(Instant::now);
                 self.wait_for_compaction_progress(l0_runs)?;
                 continue;
             }
-            self.rotate(writer)?;
-            break;
+            return self.rotate(writer);
         }
-        if delayed && let Some(started) = started {
-            let stalled = started.elapsed().as_micros() as u64;
-            if stalled > 0 {
-                self.counters.with(|c| c.write_stall_micros.add(stalled));
-            }
-        }
-        Ok(())
     }
 
     /// Freezes the active memtable and starts a new one with a new WAL.
