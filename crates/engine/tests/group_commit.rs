@@ -66,8 +66,18 @@ fn batch_key(writer: usize, b: u32) -> Vec<u8> {
 /// One writer's keys and values after its first `steps` operations.
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// The value step `step` writes: its number, padded for a batch so that
+/// a group holding a batch is large enough for its members to insert
+/// their own batches in parallel.
+fn value(step: u32) -> Vec<u8> {
+    match op(step) {
+        Op::Batch => format!("{step:<2048}").into_bytes(),
+        _ => step.to_string().into_bytes(),
+    }
+}
+
 fn apply(state: &mut State, writer: usize, step: u32) {
-    let value = step.to_string().into_bytes();
+    let value = value(step);
     match op(step) {
         Op::Put(k) => {
             state.insert(plain_key(writer, k), value);
@@ -92,7 +102,7 @@ fn state_after(writer: usize, steps: u32) -> State {
 }
 
 fn perform(db: &Db, writer: usize, step: u32, options: WriteOptions) -> siftdb::Result<()> {
-    let value = step.to_string();
+    let value = value(step);
     match op(step) {
         Op::Put(k) => db.insert_with(plain_key(writer, k), &value, options),
         Op::Delete(k) => db.remove_with(plain_key(writer, k), options),
@@ -115,7 +125,13 @@ fn matching_step(writer: usize, seen: &State, max_step: u32) -> Option<u32> {
     // (which leave no value) can follow it unseen.
     let newest = seen
         .values()
-        .map(|v| std::str::from_utf8(v).unwrap().parse::<u32>().unwrap())
+        .map(|v| {
+            std::str::from_utf8(v)
+                .unwrap()
+                .trim_end()
+                .parse::<u32>()
+                .unwrap()
+        })
         .max()
         .unwrap_or(0);
     let mut state = state_after(writer, newest);
@@ -137,7 +153,13 @@ fn matching_step(writer: usize, seen: &State, max_step: u32) -> Option<u32> {
 fn show(state: &State) -> String {
     let pairs: Vec<String> = state
         .iter()
-        .map(|(k, v)| format!("{}={}", String::from_utf8_lossy(k), String::from_utf8_lossy(v)))
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                String::from_utf8_lossy(k),
+                String::from_utf8_lossy(v)
+            )
+        })
         .collect();
     pairs.join(" ")
 }
@@ -150,7 +172,7 @@ fn writer_state(items: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>)
 fn concurrent_writers_are_seen_as_prefixes_of_each_writers_history() {
     const WRITERS: usize = 8;
     const READERS: usize = 2;
-    const STEPS: u32 = 1500;
+    const STEPS: u32 = 500;
     let dir = tempfile::tempdir().unwrap();
     let open = || {
         Db::builder(dir.path())
@@ -191,6 +213,29 @@ fn concurrent_writers_are_seen_as_prefixes_of_each_writers_history() {
             })
         })
         .collect();
+    // Cheaper checks, many more of them: one batch's keys in a snapshot
+    // all hold the same step (a batch partly visible would not).
+    let batch_readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Acquire) {
+                    let snapshot = db.snapshot();
+                    for writer in 0..WRITERS {
+                        let seen = writer_state(snapshot.prefix(key(writer, "b")));
+                        let mut values = seen.values();
+                        let first = values.next();
+                        assert!(
+                            values.all(|v| Some(v) == first)
+                                && (seen.is_empty() || seen.len() == BATCH_KEYS as usize),
+                            "writer {writer}'s batch is partly visible: {}",
+                            show(&seen)
+                        );
+                    }
+                }
+            })
+        })
+        .collect();
     let writers: Vec<_> = (0..WRITERS)
         .map(|writer| {
             let (db, acked) = (Arc::clone(&db), Arc::clone(&acked));
@@ -213,7 +258,7 @@ fn concurrent_writers_are_seen_as_prefixes_of_each_writers_history() {
         writer.join().unwrap();
     }
     done.store(true, Ordering::Release);
-    for reader in readers {
+    for reader in readers.into_iter().chain(batch_readers) {
         reader.join().unwrap();
     }
     assert!(checks.load(Ordering::Relaxed) > 0, "no reader ran");
@@ -245,7 +290,7 @@ type Cut = (Vec<u32>, FaultInjectionFs);
 #[test]
 fn a_power_cut_keeps_a_prefix_of_every_writer_and_every_acknowledged_write() {
     const WRITERS: usize = 6;
-    const STEPS: u32 = 200;
+    const STEPS: u32 = 80;
     /// Every how many sync points a cut is drawn.
     const CUT_EVERY: usize = 7;
     let fs = FaultInjectionFs::new();
@@ -261,7 +306,11 @@ fn a_power_cut_keeps_a_prefix_of_every_writer_and_every_acknowledged_write() {
     let cuts: Arc<Mutex<Vec<Cut>>> = Arc::default();
     let sync_points = Arc::new(AtomicUsize::new(0));
     {
-        let (acked, cuts, sync_points) = (Arc::clone(&acked), Arc::clone(&cuts), Arc::clone(&sync_points));
+        let (acked, cuts, sync_points) = (
+            Arc::clone(&acked),
+            Arc::clone(&cuts),
+            Arc::clone(&sync_points),
+        );
         fs.on_sync(Arc::new(move |fs: &FaultInjectionFs, _: SyncPoint<'_>| {
             let n = sync_points.fetch_add(1, Ordering::Relaxed);
             if n % CUT_EVERY != 0 {
@@ -296,7 +345,10 @@ fn a_power_cut_keeps_a_prefix_of_every_writer_and_every_acknowledged_write() {
         for (writer, &floor) in floor.iter().enumerate() {
             let seen = writer_state(reopened.prefix(key(writer, "")));
             let Some(step) = matching_step(writer, &seen, STEPS) else {
-                panic!("cut {i}: writer {writer}'s keys are no prefix of its history: {}", show(&seen));
+                panic!(
+                    "cut {i}: writer {writer}'s keys are no prefix of its history: {}",
+                    show(&seen)
+                );
             };
             assert!(
                 step >= floor,
@@ -328,21 +380,23 @@ fn a_failed_group_sync_fails_every_writer_in_it_and_the_database() {
     {
         let started = Arc::clone(&started);
         let wal_syncs = AtomicUsize::new(0);
-        fs.on_sync(Arc::new(move |fs: &FaultInjectionFs, point: SyncPoint<'_>| {
-            let SyncPoint::File(path) = point else { return };
-            if !path.to_string_lossy().ends_with(".wal") {
-                return;
-            }
-            match wal_syncs.fetch_add(1, Ordering::Relaxed) {
-                0 => {
-                    started.wait();
-                    std::thread::sleep(Duration::from_millis(200));
+        fs.on_sync(Arc::new(
+            move |fs: &FaultInjectionFs, point: SyncPoint<'_>| {
+                let SyncPoint::File(path) = point else { return };
+                if !path.to_string_lossy().ends_with(".wal") {
+                    return;
                 }
-                // The hook runs before the sync's own fault check.
-                1 => fs.inject(FaultOp::Sync, ".wal", 1),
-                _ => {}
-            }
-        }));
+                match wal_syncs.fetch_add(1, Ordering::Relaxed) {
+                    0 => {
+                        started.wait();
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    // The hook runs before the sync's own fault check.
+                    1 => fs.inject(FaultOp::Sync, ".wal", 1),
+                    _ => {}
+                }
+            },
+        ));
     }
     let leader = {
         let db = Arc::clone(&db);
@@ -368,13 +422,25 @@ fn a_failed_group_sync_fails_every_writer_in_it_and_the_database() {
     }
     // The writers that waited out the first sync form one group: with
     // 200 ms to join the line, at least two of them do.
-    assert!(io_errors >= 2, "{io_errors} writers saw the failed group sync");
-    assert!(matches!(db.insert(b"after", b"x"), Err(Error::Background(_))));
+    assert!(
+        io_errors >= 2,
+        "{io_errors} writers saw the failed group sync"
+    );
+    assert!(matches!(
+        db.insert(b"after", b"x"),
+        Err(Error::Background(_))
+    ));
     fs.heal();
     drop(Arc::into_inner(db).unwrap());
     let reopened = builder(&fs).open().unwrap();
-    assert_eq!(reopened.get(b"before").unwrap().as_deref(), Some(&b"acknowledged"[..]));
-    assert_eq!(reopened.get(b"leader").unwrap().as_deref(), Some(&b"synced"[..]));
+    assert_eq!(
+        reopened.get(b"before").unwrap().as_deref(),
+        Some(&b"acknowledged"[..])
+    );
+    assert_eq!(
+        reopened.get(b"leader").unwrap().as_deref(),
+        Some(&b"synced"[..])
+    );
 }
 
 /// A writer slowed down by compaction debt and then made to wait for a
@@ -403,7 +469,10 @@ fn write_stalls_are_counted_once() {
     }
     let elapsed = started.elapsed().as_micros() as u64;
     let stalled = db.stats().write_stall_micros;
-    assert!(stalled > 0, "the load never stalled: the test shows nothing");
+    assert!(
+        stalled > 0,
+        "the load never stalled: the test shows nothing"
+    );
     assert!(
         stalled <= elapsed,
         "{stalled} µs of stalls in {elapsed} µs of writing"

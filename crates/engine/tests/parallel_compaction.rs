@@ -50,7 +50,8 @@ fn compactions_in_pieces_and_side_by_side_keep_every_key_and_snapshot() {
         }
     }
     let check = |db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>| {
-        let stored: BTreeMap<Vec<u8>, Vec<u8>> = db.range::<&[u8], _>(..).map(Result::unwrap).collect();
+        let stored: BTreeMap<Vec<u8>, Vec<u8>> =
+            db.range::<&[u8], _>(..).map(Result::unwrap).collect();
         assert!(stored == *model, "the store and its model differ");
     };
     db.wait_for_backfill().unwrap();
@@ -58,9 +59,13 @@ fn compactions_in_pieces_and_side_by_side_keep_every_key_and_snapshot() {
     db.compact().unwrap();
     check(&db, &model);
     let (snapshot, then) = snapshot.unwrap();
-    let seen: BTreeMap<Vec<u8>, Vec<u8>> = snapshot.range::<&[u8], _>(..).map(Result::unwrap).collect();
+    let seen: BTreeMap<Vec<u8>, Vec<u8>> =
+        snapshot.range::<&[u8], _>(..).map(Result::unwrap).collect();
     assert!(seen == then, "the snapshot lost versions it sees");
-    assert!(db.stats().compactions > 10, "too little compaction to mean much");
+    assert!(
+        db.stats().compactions > 10,
+        "too little compaction to mean much"
+    );
     drop(snapshot);
     drop(db);
     check(&open(), &model);

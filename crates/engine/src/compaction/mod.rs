@@ -158,7 +158,11 @@ pub(crate) fn plan_beside(
 ) -> Option<CompactionTask> {
     let mut busy = BTreeSet::new();
     for task in running {
-        for level in levels.iter().take(task.output_level + 1).skip(task.first_level()) {
+        for level in levels
+            .iter()
+            .take(task.output_level + 1)
+            .skip(task.first_level())
+        {
             busy.extend(level.tables().map(|table| table.id));
         }
     }
@@ -232,11 +236,17 @@ mod tests {
         // L2 -> L3 runs: pushing L1's table into L2 would write into a
         // level it is emptying (L2's only run could vanish under it), even
         // though the table overlaps nothing busy.
-        assert_eq!(plan_beside(&levels, &STYLE, std::slice::from_ref(&deeper), 64), None);
+        assert_eq!(
+            plan_beside(&levels, &STYLE, std::slice::from_ref(&deeper), 64),
+            None
+        );
         // With L2 -> L3 done elsewhere (L3 and deeper busy), L0 -> L1 work
         // is free to run.
         let levels = vec![
-            level(vec![run(5, vec![t(5, 1, "c", "d")]), run(4, vec![t(4, 1, "c", "e")])]),
+            level(vec![
+                run(5, vec![t(5, 1, "c", "d")]),
+                run(4, vec![t(4, 1, "c", "e")]),
+            ]),
             one_run(vec![t(1, 50, "a", "b")]),
             one_run(vec![t(2, 5_000, "x", "y")]),
         ];

@@ -62,7 +62,8 @@ mod tests {
     #[test]
     fn cuts_are_fresh_increasing_keys_never_the_smallest() {
         // Level-0 tables often start at the same key.
-        let inputs: Vec<(&[u8], u64)> = vec![(b"a", 50), (b"a", 50), (b"b", 1), (b"b", 1), (b"z", 1)];
+        let inputs: Vec<(&[u8], u64)> =
+            vec![(b"a", 50), (b"a", 50), (b"b", 1), (b"b", 1), (b"z", 1)];
         let splits = split_points(&inputs, 4);
         assert!(splits.windows(2).all(|w| w[0] < w[1]), "{splits:?}");
         assert!(splits.iter().all(|s| s.as_slice() != b"a"), "{splits:?}");

@@ -31,7 +31,8 @@ impl Job {
 
 /// Starts the flush thread and the compaction threads.
 pub(super) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
-    let compactors = (0..inner.options.compaction_threads).map(|i| (Job::Compact, format!("sift-compact-{i}")));
+    let compactors =
+        (0..inner.options.compaction_threads).map(|i| (Job::Compact, format!("sift-compact-{i}")));
     std::iter::once((Job::Flush, "sift-flush".to_owned()))
         .chain(compactors)
         .map(|(job, name)| {

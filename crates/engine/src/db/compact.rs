@@ -14,8 +14,8 @@ use crate::key::{Entry, SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
-use super::flush::{Outputs, projected_entries};
 use super::background::panic_message;
+use super::flush::{Outputs, projected_entries};
 use super::{Inner, State, SuperVersion, lock, read, write};
 
 impl Inner {
@@ -80,7 +80,11 @@ impl Inner {
     /// Counts a compaction or table rewrite as under way (and lists a
     /// planner's `task` beside the others) until the returned guard drops,
     /// by a panic too.
-    pub(super) fn start_job(&self, state: &mut State, task: Option<CompactionTask>) -> InFlight<'_> {
+    pub(super) fn start_job(
+        &self,
+        state: &mut State,
+        task: Option<CompactionTask>,
+    ) -> InFlight<'_> {
         state.jobs += 1;
         state.compactions.extend(task.iter().cloned());
         InFlight { inner: self, task }
@@ -117,7 +121,9 @@ impl Inner {
             // Newest first: levels top-down, runs within a level newest first.
             let sources: Vec<BoxedSource<'static>> = inputs
                 .iter()
-                .map(|t| Box::new(t.table.iter(lower.clone(), upper.clone())) as BoxedSource<'static>)
+                .map(|t| {
+                    Box::new(t.table.iter(lower.clone(), upper.clone())) as BoxedSource<'static>
+                })
                 .collect();
             let entries =
                 GarbageFilter::new(MergeIter::new(sources), oldest_snapshot, task.bottommost);
@@ -249,7 +255,9 @@ impl Drop for InFlight<'_> {
         }
         // Waiters for idleness, and compaction threads that waited for
         // these levels (they sleep until the generation moves).
-        self.inner.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+        self.inner
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
         self.inner.changed.notify_all();
     }
 }

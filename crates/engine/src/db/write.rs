@@ -16,7 +16,7 @@ use crate::manifest::filenames;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 
-use super::write_group::{Group, Leadership, Role, Slot};
+use super::write_group::{Group, Leadership, Members, Publisher, Role, Slot};
 use super::{Inner, State, SuperVersion, Writer, lock};
 
 /// While level 0 is over its slowdown threshold, writers sleep 1 ms per
@@ -33,6 +33,20 @@ thread_local! {
     /// The batch an uncontended one-operation write is built in: no
     /// allocation per write.
     static SCRATCH: RefCell<WriteBatch> = RefCell::new(WriteBatch::new());
+}
+
+/// Members' batches of fewer bytes than this, in all, are inserted into
+/// the memtable by their leader: waking each member to insert its own
+/// costs microseconds, more than inserting a few small batches, and the
+/// members are woken once, when their writes are visible.
+const PARALLEL_INSERT_BYTES: usize = 64 << 10;
+
+/// How a leader lets its members go once the group is published.
+enum Release {
+    /// They inserted their own batches and wait for the publication.
+    Publisher(Publisher),
+    /// The leader inserted their batches: they are done.
+    Members(Members),
 }
 
 /// A transaction's part in the group it leads, under the writer lock.
@@ -131,6 +145,7 @@ impl Inner {
             Role::Member(group, first_seq) => group
                 .insert_and_wait(slot.batch(), first_seq)
                 .map(|()| first_seq),
+            Role::Done(first_seq) => Ok(first_seq),
             Role::Failed(err) => Err(err),
         }
     }
@@ -187,15 +202,18 @@ impl Inner {
         // Holding the writer lock, no rotation can replace the memtable.
         let memtable = Arc::clone(&self.pin().active);
         let grouped = members.len();
-        let publisher = (grouped > 0).then(|| {
+        let release = if members.bytes() >= PARALLEL_INSERT_BYTES {
             let (group, publisher) = Group::new(Arc::clone(&memtable), grouped);
             members.start_inserts(&group, &first_seqs[1..]);
-            publisher
-        });
-        memtable.insert_batch(own, first_seqs[0]);
-        if let Some(publisher) = &publisher {
+            memtable.insert_batch(own, first_seqs[0]);
             publisher.wait_for_inserts();
-        }
+            Release::Publisher(publisher)
+        } else {
+            for (batch, &first_seq) in batches.iter().zip(&first_seqs) {
+                memtable.insert_batch(batch, first_seq);
+            }
+            Release::Members(members)
+        };
         debug_assert!(
             last_seq >= self.visible_seq(),
             "sequence numbers went back: {last_seq} after {}",
@@ -204,8 +222,9 @@ impl Inner {
         writer.last_seq = last_seq;
         self.visible_seq.store(last_seq, Ordering::Release);
         drop(writer);
-        if let Some(publisher) = publisher {
-            publisher.published();
+        match release {
+            Release::Publisher(publisher) => publisher.published(),
+            Release::Members(members) => members.done(&first_seqs[1..]),
         }
         self.counters.with(|c| {
             c.writes.add(1 + grouped as u64);

@@ -65,6 +65,7 @@ enum Turn {
     Waiting,
     Lead,
     Member(Arc<Group>, SeqNo),
+    Done(SeqNo),
     Failed(Error),
 }
 
@@ -76,6 +77,9 @@ pub(super) enum Role<'a> {
     /// Insert its batch from this sequence number on, then wait for the
     /// group to be published ([`Group::insert_and_wait`]).
     Member(Arc<Group>, SeqNo),
+    /// The leader wrote and published its batch, from this sequence
+    /// number on.
+    Done(SeqNo),
     /// The group it was taken into failed.
     Failed(Error),
 }
@@ -153,6 +157,7 @@ impl WriteQueue {
                 }
                 Turn::Lead => return Role::Lead(Leadership { queue: self }),
                 Turn::Member(group, first_seq) => return Role::Member(group, first_seq),
+                Turn::Done(first_seq) => return Role::Done(first_seq),
                 Turn::Failed(err) => return Role::Failed(err),
             }
         }
@@ -225,6 +230,20 @@ impl Members {
         for slot in std::mem::take(&mut self.0) {
             slot.set(Turn::Failed(err.for_another_caller()));
         }
+    }
+
+    /// Tells every member that its batch, inserted by the leader from
+    /// `first_seqs[i]` on, is published.
+    pub(super) fn done(mut self, first_seqs: &[SeqNo]) {
+        debug_assert_eq!(first_seqs.len(), self.0.len());
+        for (slot, &first_seq) in std::mem::take(&mut self.0).iter().zip(first_seqs) {
+            slot.set(Turn::Done(first_seq));
+        }
+    }
+
+    /// Bytes of the members' batches.
+    pub(super) fn bytes(&self) -> usize {
+        self.batches().map(WriteBatch::approximate_bytes).sum()
     }
 
     /// Starts every member's memtable insert: member i inserts from
@@ -378,7 +397,10 @@ mod tests {
     fn a_group_takes_writers_in_line_order_up_to_its_byte_bound_and_stops_at_a_leader_only() {
         let queue = WriteQueue::default();
         let leader = queue.try_lead().unwrap();
-        let small = [Slot::member(batch(100), false), Slot::member(batch(100), true)];
+        let small = [
+            Slot::member(batch(100), false),
+            Slot::member(batch(100), true),
+        ];
         let big = Slot::member(batch(200 << 10), false);
         let txn = Slot::leader_only(false);
         {
@@ -417,7 +439,11 @@ mod tests {
             })
             .collect();
         publisher.wait_for_inserts();
-        assert_eq!(memtable.len(), 2, "the leader published before the inserts ended");
+        assert_eq!(
+            memtable.len(),
+            2,
+            "the leader published before the inserts ended"
+        );
         publisher.published();
         for member in members {
             member.join().unwrap().unwrap();

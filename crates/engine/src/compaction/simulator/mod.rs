@@ -203,7 +203,10 @@ fn leveled_keeps_every_invariant_on_random_histories() {
             "seed {seed}: only {} levels",
             model.levels.len()
         );
-        assert!(model.side_by_side > 0, "seed {seed}: no tasks ran side by side");
+        assert!(
+            model.side_by_side > 0,
+            "seed {seed}: no tasks ran side by side"
+        );
     }
 }
 
