@@ -222,6 +222,8 @@ impl Inner {
         writer.last_seq = last_seq;
         self.visible_seq.store(last_seq, Ordering::Release);
         drop(writer);
+        // The next group starts while this one's members are woken.
+        drop(leadership);
         match release {
             Release::Publisher(publisher) => publisher.published(),
             Release::Members(members) => members.done(&first_seqs[1..]),
