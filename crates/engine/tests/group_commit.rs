@@ -478,3 +478,96 @@ fn write_stalls_are_counted_once() {
         "{stalled} µs of stalls in {elapsed} µs of writing"
     );
 }
+
+/// Transfers between accounts by transactions on many threads, committing
+/// in groups beside plain writers: every snapshot, and the end, holds the
+/// total the accounts started with (a lost update or a half-applied
+/// transfer would change it).
+#[test]
+fn transfers_committed_in_groups_keep_the_total() {
+    const ACCOUNTS: u64 = 16;
+    const START: u64 = 1_000;
+    const THREADS: u64 = 8;
+    const TRANSFERS: u64 = 150;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::builder(dir.path()).open().unwrap());
+    fn account(i: u64) -> Vec<u8> {
+        format!("account{i:02}").into_bytes()
+    }
+    fn balance(v: Option<Vec<u8>>) -> u64 {
+        std::str::from_utf8(&v.unwrap()).unwrap().parse().unwrap()
+    }
+    fn total(read: &dyn Fn(&[u8]) -> Option<Vec<u8>>) -> u64 {
+        (0..ACCOUNTS).map(|i| balance(read(&account(i)))).sum()
+    }
+    for i in 0..ACCOUNTS {
+        db.insert(account(i), START.to_string()).unwrap();
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let auditor = {
+        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut audits = 0u64;
+            while !done.load(Ordering::Acquire) {
+                let snapshot = db.snapshot();
+                assert_eq!(total(&|k| snapshot.get(k).unwrap()), ACCOUNTS * START);
+                audits += 1;
+            }
+            audits
+        })
+    };
+    // Plain writes beside the transactions, so their groups have members.
+    let plain = {
+        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !done.load(Ordering::Acquire) {
+                db.insert(format!("other{}", i % 64), i.to_string())
+                    .unwrap();
+                i += 1;
+            }
+        })
+    };
+    let movers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut rng = t * 7919 + 1;
+                let mut committed = 0u64;
+                while committed < TRANSFERS {
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let (from, to) = ((rng >> 33) % ACCOUNTS, (rng >> 17) % ACCOUNTS);
+                    if from == to {
+                        continue;
+                    }
+                    let mut txn = db.transaction();
+                    let have = balance(txn.get(account(from)).unwrap());
+                    let amount = (rng >> 50) % 50;
+                    if have < amount {
+                        continue;
+                    }
+                    let theirs = balance(txn.get(account(to)).unwrap());
+                    txn.insert(account(from), (have - amount).to_string())
+                        .unwrap();
+                    txn.insert(account(to), (theirs + amount).to_string())
+                        .unwrap();
+                    match txn.commit() {
+                        Ok(_) => committed += 1,
+                        Err(Error::Conflict { .. }) => {}
+                        Err(err) => panic!("a transfer failed: {err}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for mover in movers {
+        mover.join().unwrap();
+    }
+    done.store(true, Ordering::Release);
+    plain.join().unwrap();
+    assert!(auditor.join().unwrap() > 0, "no audit ran");
+    assert_eq!(total(&|k| db.get(k).unwrap()), ACCOUNTS * START);
+    assert_eq!(db.txn_stats().committed, THREADS * TRANSFERS);
+}
