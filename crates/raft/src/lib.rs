@@ -19,6 +19,7 @@ pub mod api;
 mod client;
 mod codec;
 mod command;
+mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod keys;
@@ -30,6 +31,7 @@ mod purge_gate;
 mod server;
 mod sessions;
 mod snapshot;
+mod snapshot_file;
 mod state_machine;
 mod types;
 
@@ -41,10 +43,14 @@ pub use command::{
 pub use log_store::{LogStore, MAX_APPEND_BYTES};
 pub use network::Partition;
 pub use node::{DEFAULT_HEARTBEAT_MS, Node, NodeOptions};
+pub use snapshot_file::SnapshotFile;
 pub use state_machine::{DataHandle, StateMachine};
 pub use types::{NodeId, Raft, TypeConfig};
 
 use std::path::Path;
+use std::sync::Arc;
+
+use siftdb::fs::FileSystem;
 
 use openraft::StorageError;
 
@@ -65,8 +71,22 @@ pub async fn open_storage(
     dir: &Path,
     indexes: &[siftdb::IndexDef],
 ) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
-    let mut log = LogStore::open(&dir.join("log"))?;
-    let mut sm = StateMachine::open(dir, indexes).await?;
+    open_storage_on(Arc::new(siftdb::fs::StdFs), dir, indexes).await
+}
+
+/// [`open_storage`] on the file system `fs`: every file of the node goes
+/// through it (a test's lying disk sees them all).
+///
+/// # Errors
+/// What opening either database returns; an error if the log is purged
+/// past the data and every snapshot.
+pub async fn open_storage_on(
+    fs: Arc<dyn FileSystem>,
+    dir: &Path,
+    indexes: &[siftdb::IndexDef],
+) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
+    let mut log = LogStore::open_on(Arc::clone(&fs), &dir.join("log"))?;
+    let mut sm = StateMachine::open_on(fs, dir, indexes).await?;
     if let Some(purged) = log.purged_index()?
         && sm.applied_index() < Some(purged)
     {

@@ -63,7 +63,17 @@ impl LogStore {
     /// What [`Db::open`] returns; [`siftdb::Error::Corruption`] for a
     /// damaged log.
     pub fn open(dir: &Path) -> StorageResult<Self> {
+        Self::open_on(Arc::new(siftdb::fs::StdFs), dir)
+    }
+
+    /// [`Self::open`] on the file system `fs`.
+    ///
+    /// # Errors
+    /// What [`Db::open`] returns; [`siftdb::Error::Corruption`] for a
+    /// damaged log.
+    pub fn open_on(fs: Arc<dyn siftdb::fs::FileSystem>, dir: &Path) -> StorageResult<Self> {
         let db = Db::builder(dir)
+            .file_system(fs)
             .wal_recovery(WalRecovery::AbsoluteConsistency)
             .open()
             .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Read, &e))?;

@@ -5,9 +5,10 @@
 //!
 //! In `dir`: `snapshot-N.tar` and `snapshot-N.meta` (JSON), and `CURRENT`
 //! naming the live N; `CURRENT` is replaced by a rename, so a crash leaves
-//! the old snapshot or the new one, never half of each.
+//! the old snapshot or the new one, never half of each. Every file goes
+//! through the node's [`FileSystem`](siftdb::fs::FileSystem).
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,11 +18,14 @@ use openraft::{
     StoredMembership,
 };
 use siftdb::Db;
+use siftdb::fs::FileSystem;
 
 use crate::codec::decode;
+use crate::files::{self, FileReader, FileWriter, Fs};
 use crate::keys;
 use crate::log_store::io_error;
 use crate::purge_gate::PurgeGate;
+use crate::snapshot_file::SnapshotFile;
 use crate::state_machine::{DataHandle, open_data};
 use crate::types::{NodeId, TypeConfig};
 
@@ -36,6 +40,7 @@ pub(crate) type Applied = (Option<LogId<NodeId>>, StoredMembership<NodeId, Basic
 /// The snapshots of one node.
 #[derive(Debug)]
 pub(crate) struct Snapshots {
+    fs: Fs,
     dir: PathBuf,
     /// Numbers snapshots, builds and received ones alike.
     next: AtomicU64,
@@ -50,25 +55,20 @@ pub(crate) struct Snapshots {
 impl Snapshots {
     /// The snapshots in `dir`, created if missing; drops what an
     /// interrupted build or transfer left.
-    pub(crate) fn open(dir: PathBuf) -> StorageResult<Self> {
+    pub(crate) fn open(fs: Fs, dir: PathBuf) -> StorageResult<Self> {
         let fail = |e: std::io::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, &e);
-        std::fs::create_dir_all(&dir).map_err(fail)?;
-        let current = read_current(&dir).map_err(fail)?;
+        fs.create_dir_all(&dir).map_err(fail)?;
+        let current = files::read_current(fs.as_ref(), &dir).map_err(fail)?;
         let mut next = current.map_or(1, |n| n + 1);
-        for entry in std::fs::read_dir(&dir).map_err(fail)? {
-            let name = entry
-                .map_err(fail)?
-                .file_name()
-                .to_string_lossy()
-                .into_owned();
+        for name in fs.list(&dir).map_err(fail)? {
             let number = snapshot_number(&name);
             next = next.max(number.map_or(0, |n| n + 1));
             if name != "CURRENT" && number != current {
-                let path = dir.join(&name);
-                let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+                let _ = files::remove(fs.as_ref(), &dir.join(&name));
             }
         }
         let mut snapshots = Self {
+            fs,
             dir,
             next: AtomicU64::new(next),
             saving: tokio::sync::Mutex::new(()),
@@ -83,7 +83,7 @@ impl Snapshots {
 
     /// The number and metadata of the current snapshot, if there is one.
     pub(crate) fn current_meta(&self) -> std::io::Result<Option<(u64, Meta)>> {
-        let Some(n) = read_current(&self.dir)? else {
+        let Some(n) = files::read_current(self.fs.as_ref(), &self.dir)? else {
             return Ok(None);
         };
         Ok(Some((n, self.read_meta(n)?)))
@@ -102,19 +102,20 @@ impl Snapshots {
         self.dir.join(format!("snapshot-{n}.meta"))
     }
 
-    /// A new file to receive a snapshot into, and its number.
-    pub(crate) async fn receive(&self) -> StorageResult<(u64, tokio::fs::File)> {
+    /// A new file to receive a snapshot into.
+    pub(crate) fn receive(&self) -> StorageResult<SnapshotFile> {
         let n = self.number();
-        // Read as well as written: the state machine reads it back.
-        let file = tokio::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(self.tar(n))
-            .await
+        let file = self
+            .fs
+            .create(&self.tar(n))
             .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?;
-        Ok((n, file))
+        Ok(SnapshotFile::receiving(n, file))
+    }
+
+    /// Deletes snapshot `n`'s file (one abandoned or replaced): a failure
+    /// leaves it to the next open.
+    pub(crate) fn discard(&self, n: u64) {
+        let _ = self.fs.remove(&self.tar(n));
     }
 
     /// Makes snapshot `n` (its tar file written and synced) the current
@@ -141,30 +142,29 @@ impl Snapshots {
 
     /// [`Self::save`], with `saving` held.
     fn save_now(&self, n: u64, meta: &Meta) -> std::io::Result<u64> {
+        let fs = self.fs.as_ref();
         let json = serde_json::to_vec(meta).map_err(std::io::Error::other)?;
-        let previous = read_current(&self.dir)?;
+        let previous = files::read_current(fs, &self.dir)?;
         if let Some(current) = previous.filter(|&current| current != n)
             && self.read_meta(current)?.last_log_id >= meta.last_log_id
         {
-            let _ = std::fs::remove_file(self.tar(n));
+            self.discard(n);
             return Ok(current);
         }
-        write_synced(&self.meta(n), &json)?;
-        let temp = self.dir.join("CURRENT.tmp");
-        write_synced(&temp, n.to_string().as_bytes())?;
-        std::fs::rename(&temp, self.dir.join("CURRENT"))?;
-        sync_dir(&self.dir)?;
+        files::write_synced(fs, &self.meta(n), &json)?;
+        // Makes the tar file's and the metadata's names durable too.
+        files::set_current(fs, &self.dir, n)?;
         self.gate.covered(meta.last_log_id.map(|id| id.index));
         if let Some(old) = previous.filter(|&old| old != n) {
-            let _ = std::fs::remove_file(self.tar(old));
-            let _ = std::fs::remove_file(self.meta(old));
+            self.discard(old);
+            let _ = fs.remove(&self.meta(old));
         }
         Ok(n)
     }
 
     /// The metadata of snapshot `n`.
     fn read_meta(&self, n: u64) -> std::io::Result<Meta> {
-        let json = std::fs::read(self.meta(n))?;
+        let json = files::read_small(self.fs.as_ref(), &self.meta(n))?;
         serde_json::from_slice(&json).map_err(std::io::Error::other)
     }
 
@@ -173,20 +173,20 @@ impl Snapshots {
         let fail =
             |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
         let _saving = self.saving.lock().await;
-        let Some(n) = read_current(&self.dir).map_err(|e| fail(&e))? else {
+        let Some(n) = files::read_current(self.fs.as_ref(), &self.dir).map_err(|e| fail(&e))?
+        else {
             return Ok(None);
         };
-        self.open_snapshot(n).await.map(Some)
+        self.open_snapshot(n).map(Some)
     }
 
     /// Snapshot `n`: its metadata and its file.
-    async fn open_snapshot(&self, n: u64) -> StorageResult<Snapshot<TypeConfig>> {
+    fn open_snapshot(&self, n: u64) -> StorageResult<Snapshot<TypeConfig>> {
         let fail =
             |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
         let meta = self.read_meta(n).map_err(|e| fail(&e))?;
-        let file = tokio::fs::File::open(self.tar(n))
-            .await
-            .map_err(|e| fail(&e))?;
+        let file = self.fs.open(&self.tar(n)).map_err(|e| fail(&e))?;
+        let file = SnapshotFile::reading(n, file).map_err(|e| fail(&e))?;
         Ok(Snapshot {
             meta,
             snapshot: Box::new(file),
@@ -204,16 +204,17 @@ impl Snapshots {
     ) -> StorageResult<Snapshot<TypeConfig>> {
         let n = self.number();
         let (work, tar) = (self.dir.join(format!("build-{n}")), self.tar(n));
+        let fs = Arc::clone(&self.fs);
         let packed = tokio::task::spawn_blocking(move || -> Result<Applied, String> {
             db.checkpoint(&work).map_err(|e| e.to_string())?;
             // What the copy holds, read from the copy: applies go on while
             // it is taken, so the live state machine may be ahead of it.
             let applied = {
-                let copy = open_data(&work, &indexes).map_err(|e| e.to_string())?;
+                let copy = open_data(&fs, &work, &indexes).map_err(|e| e.to_string())?;
                 read_applied(&copy)?
             };
-            pack(&work, &tar).map_err(|e| e.to_string())?;
-            let _ = std::fs::remove_dir_all(&work);
+            pack(fs.as_ref(), &work, &tar).map_err(|e| e.to_string())?;
+            let _ = siftdb::fs::remove_dir_all(fs.as_ref(), &work);
             Ok(applied)
         });
         let fail = |e: String| {
@@ -237,7 +238,7 @@ impl Snapshots {
             snapshot_id,
         };
         let current = self.save(n, &meta).await?;
-        self.open_snapshot(current).await
+        self.open_snapshot(current)
     }
 }
 
@@ -275,46 +276,55 @@ pub(crate) fn read_applied(db: &Db) -> Result<Applied, String> {
 
 /// Packs the files of `dir` (no subdirectories) into the tar file `to`,
 /// synced.
-fn pack(dir: &Path, to: &Path) -> std::io::Result<()> {
-    let mut builder = tar::Builder::new(std::fs::File::create(to)?);
-    let mut names: Vec<_> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.file_name()))
-        .collect::<Result<_, _>>()?;
+fn pack(fs: &dyn FileSystem, dir: &Path, to: &Path) -> std::io::Result<()> {
+    let mut builder = tar::Builder::new(FileWriter(fs.create(to)?));
+    let mut names = fs.list(dir)?;
     names.sort();
     for name in names {
         let path = dir.join(&name);
-        if path.is_file() {
-            builder.append_path_with_name(&path, &name)?;
+        if files::is_dir(fs, &path) {
+            continue;
         }
+        let file = FileReader::new(fs.open(&path)?)?;
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(file.len());
+        header.set_mode(0o644);
+        builder.append_data(&mut header, &name, file)?;
     }
-    builder.into_inner()?.sync_all()
+    builder.into_inner()?.0.sync()
 }
 
 /// Unpacks the tar file `from` into the new directory `dir`, every file and
 /// the directory synced (`CURRENT` of the state machine names it next). A
-/// damaged or hostile archive is an error (tar refuses paths out of `dir`);
-/// what it unpacks is checked again when the database opens.
-pub(crate) fn unpack(from: &Path, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    tar::Archive::new(std::fs::File::open(from)?).unpack(dir)?;
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_file() {
-            std::fs::File::open(&path)?.sync_all()?;
+/// damaged or hostile archive is an error: only plain files with plain
+/// names are unpacked. What they hold is checked again when the database
+/// opens.
+pub(crate) fn unpack(fs: &dyn FileSystem, from: &Path, dir: &Path) -> std::io::Result<()> {
+    fs.create_dir_all(dir)?;
+    let mut archive = tar::Archive::new(FileReader::new(fs.open(from)?)?);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.into_owned();
+        let mut components = path.components();
+        let (Some(Component::Normal(name)), None) = (components.next(), components.next()) else {
+            return Err(bad_entry(&path));
+        };
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            return Err(bad_entry(&path));
         }
+        let mut out = FileWriter(fs.create(&dir.join(name))?);
+        std::io::copy(&mut entry, &mut out)?;
+        out.0.sync()?;
     }
-    sync_dir(dir)
+    fs.sync_dir(dir)
 }
 
-/// The number `CURRENT` in `dir` names, if it exists.
-fn read_current(dir: &Path) -> std::io::Result<Option<u64>> {
-    match std::fs::read_to_string(dir.join("CURRENT")) {
-        Ok(text) => text.trim().parse().map(Some).map_err(|_| {
-            std::io::Error::other(format!("{}: CURRENT is not a number", dir.display()))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+fn bad_entry(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("a snapshot holds {}, not a plain file", path.display()),
+    )
 }
 
 /// N of `snapshot-N.tar` or `snapshot-N.meta`.
@@ -326,22 +336,10 @@ fn snapshot_number(name: &str) -> Option<u64> {
     n.parse().ok()
 }
 
-/// Writes `bytes` to `path` and syncs the file.
-pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-/// Syncs directory `dir`, so the names in it survive a crash.
-pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
 #[cfg(test)]
 mod tests {
     use openraft::{CommittedLeaderId, LogId};
+    use siftdb::fs::FaultInjectionFs;
     use tokio::io::AsyncWriteExt;
 
     use super::*;
@@ -354,41 +352,81 @@ mod tests {
         }
     }
 
-    /// Writes a snapshot file and saves it with `meta(index)`.
+    /// Receives a snapshot file and saves it with `meta(index)`.
     async fn saved(snapshots: &Arc<Snapshots>, index: u64) -> (u64, u64) {
-        let (n, mut file) = snapshots.receive().await.unwrap();
+        let mut file = snapshots.receive().unwrap();
         file.write_all(format!("covers {index}").as_bytes())
             .await
             .unwrap();
-        file.sync_all().await.unwrap();
+        let n = file.finish().await.unwrap();
         (n, snapshots.save(n, &meta(index)).await.unwrap())
     }
 
     #[test]
     fn a_build_that_finishes_after_a_newer_install_leaves_the_newer_current() {
-        let dir = tempfile::TempDir::new().unwrap();
+        let fs = FaultInjectionFs::new();
+        let exists = |path: PathBuf| fs.contents(&path).is_some();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async {
-            let snapshots = Arc::new(Snapshots::open(dir.path().to_path_buf()).unwrap());
+            let dir = PathBuf::from("/node/snapshots");
+            let snapshots = Arc::new(Snapshots::open(Arc::new(fs.clone()), dir).unwrap());
             // The build takes its number first, the install finishes first.
-            let (build, mut build_file) = snapshots.receive().await.unwrap();
+            let mut build_file = snapshots.receive().unwrap();
             let (installed, current) = saved(&snapshots, 10).await;
             assert_eq!(current, installed);
             build_file.write_all(b"covers 5").await.unwrap();
-            build_file.sync_all().await.unwrap();
+            let build = build_file.finish().await.unwrap();
             assert_eq!(snapshots.save(build, &meta(5)).await.unwrap(), installed);
             let current = snapshots.current().await.unwrap().unwrap();
             assert_eq!(current.meta, meta(10));
-            assert!(snapshots.tar(installed).exists());
-            assert!(!snapshots.tar(build).exists());
-            // A newer one still replaces it.
+            assert!(exists(snapshots.tar(installed)));
+            assert!(!exists(snapshots.tar(build)));
+            // A newer one still replaces it, durably.
             let (newer, current) = saved(&snapshots, 12).await;
             assert_eq!(current, newer);
-            assert!(!snapshots.tar(installed).exists());
+            assert!(!exists(snapshots.tar(installed)));
             assert_eq!(snapshots.current().await.unwrap().unwrap().meta, meta(12));
+            let after = Snapshots::open(Arc::new(fs.crash()), snapshots.dir.clone()).unwrap();
+            assert_eq!(after.current_meta().unwrap().unwrap(), (newer, meta(12)));
         });
+    }
+
+    #[test]
+    fn unpack_refuses_what_is_not_a_plain_file() {
+        let fs = FaultInjectionFs::new();
+        let dir = Path::new("/node");
+        fs.create_dir_all(dir).unwrap();
+        let archive = |path: &str, kind: tar::EntryType| {
+            let mut builder = tar::Builder::new(Vec::new());
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(kind);
+            header.set_size(1);
+            header.set_mode(0o644);
+            // `append_data` refuses `..`: the name is written raw.
+            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+            header.set_cksum();
+            builder.append(&header, &b"x"[..]).unwrap();
+            builder.into_inner().unwrap()
+        };
+        let tar = dir.join("in.tar");
+        for (path, kind) in [
+            ("../escape", tar::EntryType::Regular),
+            ("sub/file", tar::EntryType::Regular),
+            ("/abs", tar::EntryType::Regular),
+            ("link", tar::EntryType::Symlink),
+        ] {
+            files::write_synced(&fs, &tar, &archive(path, kind)).unwrap();
+            let err = unpack(&fs, &tar, &dir.join("out")).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{path}");
+        }
+        files::write_synced(&fs, &tar, &archive("000001.sst", tar::EntryType::Regular)).unwrap();
+        unpack(&fs, &tar, &dir.join("out")).unwrap();
+        assert_eq!(
+            fs.crash().contents(&dir.join("out/000001.sst")).unwrap(),
+            b"x"
+        );
     }
 }

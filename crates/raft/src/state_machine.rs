@@ -25,13 +25,13 @@ use tokio::io::AsyncSeekExt;
 
 use crate::codec::encode;
 use crate::command::{Command, Op, Outcome, Request};
+use crate::files::{self, Fs};
 use crate::keys;
 use crate::log_store::io_error;
 use crate::purge_gate::PurgeWait;
 use crate::sessions::{self, Verdict};
-use crate::snapshot::{
-    self, Meta, SnapshotBuilder, Snapshots, read_applied, sync_dir, write_synced,
-};
+use crate::snapshot::{self, Meta, SnapshotBuilder, Snapshots, read_applied};
+use crate::snapshot_file::SnapshotFile;
 use crate::types::{NodeId, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
@@ -153,6 +153,7 @@ type Pair = (Vec<u8>, Vec<u8>);
 /// The state machine of one node.
 #[derive(Debug)]
 pub struct StateMachine {
+    fs: Fs,
     /// `sm` of the node's directory.
     dir: PathBuf,
     generation: u64,
@@ -167,35 +168,48 @@ pub struct StateMachine {
 }
 
 impl StateMachine {
-    /// Opens (or creates) the state machine of the node in `dir`.
+    /// Opens (or creates) the state machine of the node in `dir`, on the
+    /// operating system's files.
     ///
     /// # Errors
     /// What opening its database or snapshots returns.
     pub async fn open(dir: &Path, indexes: &[siftdb::IndexDef]) -> StorageResult<Self> {
+        Self::open_on(Arc::new(siftdb::fs::StdFs), dir, indexes).await
+    }
+
+    /// [`Self::open`] on the file system `fs`.
+    ///
+    /// # Errors
+    /// What opening its database or snapshots returns.
+    pub async fn open_on(
+        fs: Arc<dyn siftdb::fs::FileSystem>,
+        dir: &Path,
+        indexes: &[siftdb::IndexDef],
+    ) -> StorageResult<Self> {
         let fail =
             |e: &dyn std::error::Error| io_error(ErrorSubject::StateMachine, ErrorVerb::Read, e);
         let sm = dir.join("sm");
-        std::fs::create_dir_all(&sm).map_err(|e| fail(&e))?;
-        let generation = match std::fs::read_to_string(sm.join("CURRENT")) {
-            Ok(text) => text.trim().parse().map_err(|e| fail(&e))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                set_generation(&sm, 1).map_err(|e| fail(&e))?;
+        fs.create_dir_all(&sm).map_err(|e| fail(&e))?;
+        let generation = match files::read_current(fs.as_ref(), &sm).map_err(|e| fail(&e))? {
+            Some(generation) => generation,
+            None => {
+                files::set_current(fs.as_ref(), &sm, 1).map_err(|e| fail(&e))?;
                 1
             }
-            Err(e) => return Err(fail(&e)),
         };
         // Generations an install replaced, or one it did not finish.
-        for entry in std::fs::read_dir(&sm).map_err(|e| fail(&e))? {
-            let path = entry.map_err(|e| fail(&e))?.path();
-            if path.is_dir() && path.file_name() != Some(generation.to_string().as_ref()) {
-                let _ = std::fs::remove_dir_all(&path);
+        for name in fs.list(&sm).map_err(|e| fail(&e))? {
+            let path = sm.join(&name);
+            if name != generation.to_string() && files::is_dir(fs.as_ref(), &path) {
+                let _ = siftdb::fs::remove_dir_all(fs.as_ref(), &path);
             }
         }
-        let db = open_data(&sm.join(generation.to_string()), indexes).map_err(|e| fail(&e))?;
+        let db = open_data(&fs, &sm.join(generation.to_string()), indexes).map_err(|e| fail(&e))?;
         let (last_applied, membership) =
             read_applied(&db).map_err(|e| fail(&std::io::Error::other(e)))?;
-        let snapshots = Snapshots::open(dir.join("snapshots"))?;
+        let snapshots = Snapshots::open(Arc::clone(&fs), dir.join("snapshots"))?;
         Ok(Self {
+            fs,
             dir: sm,
             generation,
             data: DataHandle(Arc::new(RwLock::new(Arc::new(db)))),
@@ -246,9 +260,10 @@ impl StateMachine {
         }
     }
 
-    /// Installs a received snapshot: keeps a copy as the current snapshot,
-    /// durable before the log may be purged up to it, then replaces the data.
-    async fn install(&mut self, meta: &Meta, mut source: tokio::fs::File) -> StorageResult<()> {
+    /// Installs a received snapshot: makes its file durable and the
+    /// current snapshot before the log may be purged up to it, then
+    /// replaces the data.
+    async fn install(&mut self, meta: &Meta, received: SnapshotFile) -> StorageResult<()> {
         let fail = |e: &dyn std::error::Error| {
             io_error(
                 ErrorSubject::Snapshot(Some(meta.signature())),
@@ -256,19 +271,23 @@ impl StateMachine {
                 e,
             )
         };
-        // The data is read from the handle openraft gives back, which need
-        // not be the file it was received into: copied to a new snapshot
-        // file (one more sequential write of it), which is kept as current.
-        let (n, mut copy) = self.snapshots.receive().await?;
-        let copied = async {
-            source.seek(std::io::SeekFrom::Start(0)).await?;
-            tokio::io::copy(&mut source, &mut copy).await?;
-            copy.sync_all().await
+        let received = if received.is_received() {
+            received
+        } else {
+            // Another node's snapshot, handed over whole (openraft's
+            // storage suite does): copied in.
+            let mut copy = self.snapshots.receive()?;
+            let mut source = received;
+            let copied = async {
+                source.seek(std::io::SeekFrom::Start(0)).await?;
+                tokio::io::copy(&mut source, &mut copy).await
+            };
+            copied.await.map_err(|e| fail(&e))?;
+            copy
         };
-        copied.await.map_err(|e| fail(&e))?;
-        drop((source, copy));
-        if let Some(received) = self.receiving.take() {
-            let _ = std::fs::remove_file(self.snapshots.tar(received));
+        let n = received.finish().await.map_err(|e| fail(&e))?;
+        if let Some(other) = self.receiving.take().filter(|&other| other != n) {
+            self.snapshots.discard(other);
         }
         let current = self.snapshots.save(n, meta).await?;
         if current != n {
@@ -293,10 +312,14 @@ impl StateMachine {
         let (tar, generation) = (self.snapshots.tar(n), self.generation + 1);
         let target = self.dir.join(generation.to_string());
         let (expected, indexes) = (meta.last_log_id, self.indexes.clone());
+        let fs = Arc::clone(&self.fs);
         let opened = tokio::task::spawn_blocking(move || -> Result<Db, String> {
-            let _ = std::fs::remove_dir_all(&target);
-            snapshot::unpack(&tar, &target).map_err(|e| e.to_string())?;
-            let db = open_data(&target, &indexes).map_err(|e| e.to_string())?;
+            // What an install that did not finish left.
+            if files::is_dir(fs.as_ref(), &target) {
+                siftdb::fs::remove_dir_all(fs.as_ref(), &target).map_err(|e| e.to_string())?;
+            }
+            snapshot::unpack(fs.as_ref(), &tar, &target).map_err(|e| e.to_string())?;
+            let db = open_data(&fs, &target, &indexes).map_err(|e| e.to_string())?;
             let (applied, _) = read_applied(&db)?;
             if applied != expected {
                 return Err(format!(
@@ -309,14 +332,18 @@ impl StateMachine {
             .await
             .map_err(|e| fail(&e))?
             .map_err(|e| fail(&std::io::Error::other(e)))?;
-        set_generation(&self.dir, generation).map_err(|e| fail(&e))?;
+        files::set_current(self.fs.as_ref(), &self.dir, generation).map_err(|e| fail(&e))?;
         let old = self.data.replace(Arc::new(db));
         let old_dir = self.dir.join(self.generation.to_string());
         self.generation = generation;
         // Readers may still hold the old database; then its directory goes
         // at the next open.
         if Arc::into_inner(old).is_some() {
-            let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(old_dir)).await;
+            let fs = Arc::clone(&self.fs);
+            let _ = tokio::task::spawn_blocking(move || {
+                siftdb::fs::remove_dir_all(fs.as_ref(), &old_dir)
+            })
+            .await;
         }
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
@@ -324,20 +351,13 @@ impl StateMachine {
     }
 }
 
-/// Opens a generation of the database, with the value indexes.
-pub(crate) fn open_data(dir: &Path, indexes: &[siftdb::IndexDef]) -> siftdb::Result<Db> {
-    let builder = indexes.iter().fold(Db::builder(dir), |builder, def| {
-        builder.value_index(def.clone())
-    });
+/// Opens a generation of the database on `fs`, with the value indexes.
+pub(crate) fn open_data(fs: &Fs, dir: &Path, indexes: &[siftdb::IndexDef]) -> siftdb::Result<Db> {
+    let builder = Db::builder(dir).file_system(Arc::clone(fs));
+    let builder = indexes
+        .iter()
+        .fold(builder, |builder, def| builder.value_index(def.clone()));
     builder.open()
-}
-
-/// Writes `sm/CURRENT` naming `generation`, atomically.
-fn set_generation(sm: &Path, generation: u64) -> std::io::Result<()> {
-    let temp = sm.join("CURRENT.tmp");
-    write_synced(&temp, generation.to_string().as_bytes())?;
-    std::fs::rename(&temp, sm.join("CURRENT"))?;
-    sync_dir(sm)
 }
 
 /// Adds `command`'s writes to `batch`, if its checks hold in `db`.
@@ -504,14 +524,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
+    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<SnapshotFile>> {
         // A transfer that begins again (the leader restarted it) abandons
         // the file of the one before: it goes now, not at the next open.
         if let Some(abandoned) = self.receiving.take() {
-            let _ = std::fs::remove_file(self.snapshots.tar(abandoned));
+            self.snapshots.discard(abandoned);
         }
-        let (n, file) = self.snapshots.receive().await?;
-        self.receiving = Some(n);
+        let file = self.snapshots.receive()?;
+        self.receiving = Some(file.number());
         self.snapshots.gate.arriving();
         self.snapshots.transfers.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(file))
@@ -520,7 +540,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn install_snapshot(
         &mut self,
         meta: &Meta,
-        snapshot: Box<tokio::fs::File>,
+        snapshot: Box<SnapshotFile>,
     ) -> StorageResult<()> {
         let installed = self.install(meta, *snapshot).await;
         if installed.is_err() {

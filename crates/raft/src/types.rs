@@ -15,7 +15,7 @@ openraft::declare_raft_types!(
         R = Outcome,
         NodeId = NodeId,
         Node = BasicNode,
-        SnapshotData = tokio::fs::File,
+        SnapshotData = crate::snapshot_file::SnapshotFile,
 );
 
 /// A Raft node of Sift.

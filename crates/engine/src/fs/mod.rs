@@ -36,7 +36,10 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
-    /// Names of the entries of `dir` (file names only, any order).
+    /// Deletes the empty directory `dir`.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Names of the entries of `dir`, files and directories (names only,
+    /// any order).
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Makes the creations, renames and removals in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
@@ -67,10 +70,29 @@ pub trait ReadableFile: Send + Sync + Debug {
 /// Holds a lock until dropped.
 pub trait LockGuard: Send + Sync + Debug {}
 
+/// Deletes `dir` and everything under it. An entry that cannot be listed
+/// is taken for a file.
+///
+/// # Errors
+/// The first removal that fails.
+pub fn remove_dir_all(fs: &dyn FileSystem, dir: &Path) -> io::Result<()> {
+    for name in fs.list(dir)? {
+        let path = dir.join(name);
+        match fs.list(&path) {
+            Ok(_) => remove_dir_all(fs, &path)?,
+            Err(_) => fs.remove(&path)?,
+        }
+    }
+    fs.remove_dir(dir)
+}
+
 /// Reads a whole file into memory; a file longer than `max` bytes is an
 /// [`io::ErrorKind::InvalidData`] error before anything is read (a damaged
 /// or foreign file must not exhaust memory).
-pub(crate) fn read_all(fs: &dyn FileSystem, path: &Path, max: u64) -> io::Result<Vec<u8>> {
+///
+/// # Errors
+/// What opening or reading the file returns.
+pub fn read_all(fs: &dyn FileSystem, path: &Path, max: u64) -> io::Result<Vec<u8>> {
     let file = fs.open(path)?;
     let size = file.size()?;
     if size > max {

@@ -80,6 +80,10 @@ impl FileSystem for StdFs {
         fs::remove_file(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
+    }
+
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         fs::read_dir(dir)?
             .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))

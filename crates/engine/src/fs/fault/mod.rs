@@ -143,8 +143,13 @@ impl FaultInjectionFs {
         Self::from_names(names, state.dirs.clone())
     }
 
-    /// A file system holding `names`, all durable.
-    fn from_names(names: BTreeMap<PathBuf, InodeRef>, dirs: BTreeSet<PathBuf>) -> Self {
+    /// A file system holding `names`, all durable, in `dirs` and the
+    /// directories of `names` (a file that survives keeps its directory,
+    /// whose removal was not durable either).
+    fn from_names(names: BTreeMap<PathBuf, InodeRef>, mut dirs: BTreeSet<PathBuf>) -> Self {
+        for path in names.keys() {
+            dirs.extend(path.ancestors().skip(1).map(Path::to_path_buf));
+        }
         let after = State {
             durable_names: names.clone(),
             names,
@@ -325,6 +330,23 @@ impl FileSystem for FaultInjectionFs {
         Ok(())
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.check(FaultOp::Remove, dir)?;
+        let mut state = lock(&self.state);
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let in_dir = |path: &PathBuf| path.parent() == Some(dir);
+        if state.names.keys().any(in_dir) || state.dirs.iter().any(in_dir) {
+            return Err(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("{} is not empty", dir.display()),
+            ));
+        }
+        state.dirs.remove(dir);
+        Ok(())
+    }
+
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let state = lock(&self.state);
         if !state.dirs.contains(dir) {
@@ -333,6 +355,7 @@ impl FileSystem for FaultInjectionFs {
         Ok(state
             .names
             .keys()
+            .chain(state.dirs.iter())
             .filter(|path| path.parent() == Some(dir))
             .filter_map(|path| {
                 path.file_name()
@@ -421,6 +444,26 @@ mod tests {
         assert_eq!(fs.crash().contents(&dir.join("old")).unwrap(), b"1");
         fs.sync_dir(dir).unwrap();
         assert_eq!(fs.crash().contents(&dir.join("old")).unwrap(), b"2");
+    }
+
+    #[test]
+    fn directories_are_listed_and_removed_when_empty() {
+        let fs = FaultInjectionFs::new();
+        let top = Path::new("/top");
+        fs.create_dir_all(&top.join("sub/deeper")).unwrap();
+        write(&fs, &top.join("file"), b"1", true);
+        write(&fs, &top.join("sub/inner"), b"2", true);
+        fs.sync_dir(&top.join("sub")).unwrap();
+        let mut names = fs.list(top).unwrap();
+        names.sort();
+        assert_eq!(names, ["file", "sub"]);
+        assert!(fs.remove_dir(&top.join("sub")).is_err());
+        crate::fs::remove_dir_all(&fs, &top.join("sub")).unwrap();
+        assert_eq!(fs.list(top).unwrap(), ["file"]);
+        assert!(fs.list(&top.join("sub")).is_err());
+        // The removal of the file was never made durable: after a power cut
+        // it is back, and so is its directory.
+        assert_eq!(fs.crash().list(&top.join("sub")).unwrap(), ["inner"]);
     }
 
     #[test]
