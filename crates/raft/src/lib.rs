@@ -60,9 +60,10 @@ use openraft::StorageError;
 /// same: they are derived from the data, so they agree).
 ///
 /// The log is never purged past the current snapshot (`purge_gate`), and
-/// the data is brought up to that snapshot here if the log no longer holds
-/// what lies between them (a crash during an install, or one that lost the
-/// data's unsynced writes).
+/// the data is brought up to that snapshot here if it is behind it (a crash
+/// during an install, or one that lost the data's unsynced writes): the
+/// log may no longer hold what lies between them, and openraft would not
+/// send the snapshot again, since it counts it as the node's own.
 ///
 /// # Errors
 /// What opening either database returns; an error if the log is purged
@@ -87,10 +88,19 @@ pub async fn open_storage_on(
 ) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
     let mut log = LogStore::open_on(Arc::clone(&fs), &dir.join("log"))?;
     let mut sm = StateMachine::open_on(fs, dir, indexes).await?;
+    sm.catch_up_to_snapshot().await?;
     if let Some(purged) = log.purged_index()?
         && sm.applied_index() < Some(purged)
     {
-        sm.catch_up_to_snapshot(purged).await?;
+        let behind = format!(
+            "the log is purged up to {purged}, past the data (applied {:?}) and every snapshot",
+            sm.applied_index()
+        );
+        return Err(StorageError::from_io_error(
+            openraft::ErrorSubject::StateMachine,
+            openraft::ErrorVerb::Read,
+            std::io::Error::other(behind),
+        ));
     }
     log.gate_purges(sm.purge_wait());
     Ok((log, sm))

@@ -152,7 +152,10 @@ impl Snapshots {
             return Ok(current);
         }
         files::write_synced(fs, &self.meta(n), &json)?;
-        // Makes the tar file's and the metadata's names durable too.
+        // The tar file's and the metadata's names are durable before
+        // `CURRENT` can name them: a disk may persist a directory's
+        // changes in any order.
+        fs.sync_dir(&self.dir)?;
         files::set_current(fs, &self.dir, n)?;
         self.gate.covered(meta.last_log_id.map(|id| id.index));
         if let Some(old) = previous.filter(|&old| old != n) {
@@ -302,6 +305,9 @@ fn pack(fs: &dyn FileSystem, dir: &Path, to: &Path) -> std::io::Result<()> {
 /// opens.
 pub(crate) fn unpack(fs: &dyn FileSystem, from: &Path, dir: &Path) -> std::io::Result<()> {
     fs.create_dir_all(dir)?;
+    if let Some(parent) = dir.parent() {
+        fs.sync_dir(parent)?;
+    }
     let mut archive = tar::Archive::new(FileReader::new(fs.open(from)?)?);
     for entry in archive.entries()? {
         let mut entry = entry?;

@@ -241,22 +241,19 @@ impl StateMachine {
         self.last_applied.map(|id| id.index)
     }
 
-    /// Brings the data up to the current snapshot, which covers the log up
-    /// to `purged` at least: after a crash during an install, or one that
-    /// lost the data's unsynced writes, the log no longer holds the entries
-    /// between the data and the snapshot.
-    pub(crate) async fn catch_up_to_snapshot(&mut self, purged: u64) -> StorageResult<()> {
-        let fail =
-            |e: &dyn std::error::Error| io_error(ErrorSubject::StateMachine, ErrorVerb::Read, e);
-        let current = self.snapshots.current_meta().map_err(|e| fail(&e))?;
+    /// Brings the data up to the current snapshot if it is behind it: a
+    /// snapshot holds only committed entries, so the data may always move
+    /// forward to it.
+    pub(crate) async fn catch_up_to_snapshot(&mut self) -> StorageResult<()> {
+        let current = self
+            .snapshots
+            .current_meta()
+            .map_err(|e| io_error(ErrorSubject::StateMachine, ErrorVerb::Read, &e))?;
         match current {
-            Some((n, meta)) if meta.last_log_id.map(|id| id.index) >= Some(purged) => {
+            Some((n, meta)) if meta.last_log_id > self.last_applied => {
                 self.load_snapshot(n, &meta).await
             }
-            _ => Err(fail(&std::io::Error::other(format!(
-                "the log is purged up to {purged}, past the data (applied {:?}) and every snapshot",
-                self.last_applied
-            )))),
+            _ => Ok(()),
         }
     }
 
