@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod db;
 mod filters;
 mod raft;
+mod raft_catchup;
 mod scratch;
 #[cfg(unix)]
 mod stress;
@@ -42,6 +43,8 @@ enum Command {
     Txn(txn::Args),
     /// Replicated writes and linearizable reads on loopback: three nodes, one node, embedded.
     Raft(raft::Args),
+    /// A follower far behind catches up by snapshot (against copying the file), and a node's memory under a full scan and a find.
+    RaftCatchup(raft_catchup::Args),
     /// Random operations from several threads checked against an expected state, with SIGKILLs and reopens.
     #[cfg(unix)]
     Stress(stress::Args),
@@ -54,6 +57,7 @@ fn main() -> anyhow::Result<()> {
         Command::ValueSearch(args) => value_search::run(&args),
         Command::Txn(args) => txn::run(&args),
         Command::Raft(args) => raft::run(&args),
+        Command::RaftCatchup(args) => raft_catchup::run(&args),
         #[cfg(unix)]
         Command::Stress(args) => stress::run(&args),
     }

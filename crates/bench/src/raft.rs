@@ -141,12 +141,17 @@ async fn request(
     Ok(())
 }
 
-/// Starts a cluster of `n` nodes under `dir`, with a leader.
-async fn cluster(dir: &std::path::Path, n: u64) -> anyhow::Result<(Vec<Node>, Vec<Client>)> {
+/// Starts a cluster of `n` nodes under `dir` (node `id` in `dir/n{id}`),
+/// each with the options `configure` makes of the defaults, with a leader.
+pub(crate) async fn cluster(
+    dir: &std::path::Path,
+    n: u64,
+    configure: impl Fn(NodeOptions) -> NodeOptions,
+) -> anyhow::Result<(Vec<Node>, Vec<Client>)> {
     let mut nodes = Vec::new();
     for id in 1..=n {
         let options = NodeOptions::new(id, "127.0.0.1:0".parse()?, dir.join(format!("n{id}")));
-        nodes.push(Node::start(options).await?);
+        nodes.push(Node::start(configure(options)).await?);
     }
     let members: BTreeMap<u64, String> = nodes
         .iter()
@@ -176,7 +181,7 @@ async fn measure(args: &Args, setup: &str) -> anyhow::Result<Vec<f64>> {
         ),
         _ => {
             let n = if setup == "1 node" { 1 } else { 3 };
-            let (nodes, clients) = cluster(dir.path(), n).await?;
+            let (nodes, clients) = cluster(dir.path(), n, |options| options).await?;
             (nodes, Target::Cluster(clients))
         }
     };

@@ -31,6 +31,7 @@ mod purge_gate;
 mod server;
 mod sessions;
 mod snapshot;
+mod snapshot_chunk;
 mod snapshot_file;
 mod state_machine;
 mod types;

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::codec::{decode, encode};
+use crate::snapshot_chunk::SnapshotChunk;
 use crate::types::{NodeId, TypeConfig};
 
 /// Paths of the Raft RPCs.
@@ -166,7 +167,8 @@ impl RaftNetwork<TypeConfig> for Connection {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
-        self.send(SNAPSHOT, &request, &option).await
+        self.send(SNAPSHOT, &SnapshotChunk::from(request), &option)
+            .await
     }
 
     async fn vote(

@@ -18,6 +18,7 @@ use crate::api::{self, ApiError, Member};
 use crate::codec::{decode, encode};
 use crate::network::{self, FROM};
 use crate::node::Shared;
+use crate::snapshot_chunk::SnapshotChunk;
 use crate::types::NodeId;
 
 /// The largest request accepted: an AppendEntries message holds up to
@@ -118,8 +119,8 @@ async fn vote(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) 
 }
 
 async fn snapshot(State(node): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    serve(&node, &headers, &body, async |r| {
-        node.raft.install_snapshot(r).await
+    serve(&node, &headers, &body, async |chunk: SnapshotChunk| {
+        node.raft.install_snapshot(chunk.into()).await
     })
     .await
 }
