@@ -2,13 +2,17 @@
 //! decoder of bytes a node stores or receives, which must answer an error,
 //! never panic, whatever the bytes.
 
-use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use std::path::Path;
+
+use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::{BasicNode, Entry, LogId, StoredMembership, Vote};
+use siftdb::fs::{FaultInjectionFs, FileSystem};
 
 use crate::api::{ApiError, Read, ReadAnswer, Written};
 use crate::codec::decode;
 use crate::command::Request;
 use crate::snapshot::Meta;
+use crate::snapshot_chunk::SnapshotChunk;
 use crate::types::{NodeId, TypeConfig};
 
 /// Decodes `bytes` as each record of the log and the state machine, each
@@ -23,7 +27,7 @@ pub fn decode_everything(bytes: &[u8]) -> usize {
         decode::<Request>(bytes).is_ok(),
         decode::<AppendEntriesRequest<TypeConfig>>(bytes).is_ok(),
         decode::<VoteRequest<NodeId>>(bytes).is_ok(),
-        decode::<InstallSnapshotRequest<TypeConfig>>(bytes).is_ok(),
+        decode::<SnapshotChunk>(bytes).is_ok(),
         decode::<Read>(bytes).is_ok(),
         decode::<Result<ReadAnswer, ApiError>>(bytes).is_ok(),
         decode::<Result<Written, ApiError>>(bytes).is_ok(),
@@ -31,6 +35,18 @@ pub fn decode_everything(bytes: &[u8]) -> usize {
         crate::keys::entry_of(bytes).is_some(),
     ];
     decoded.iter().filter(|ok| **ok).count()
+}
+
+/// Unpacks `bytes` as a received snapshot file, in memory; returns the
+/// files unpacked, or `None` for an archive refused.
+pub fn unpack_snapshot(bytes: &[u8]) -> Option<usize> {
+    let fs = FaultInjectionFs::new();
+    let (dir, tar) = (Path::new("/node"), Path::new("/node/snapshot-1.tar"));
+    fs.create_dir_all(dir).ok()?;
+    crate::files::write_synced(&fs, tar, bytes).ok()?;
+    let into = dir.join("unpacked");
+    crate::snapshot::unpack(&fs, tar, &into).ok()?;
+    fs.list(&into).ok().map(|names| names.len())
 }
 
 #[cfg(test)]
@@ -61,6 +77,25 @@ mod tests {
             b"{\"x\":1}",
         ] {
             decode_everything(bytes);
+            unpack_snapshot(bytes);
         }
+    }
+
+    #[test]
+    fn a_snapshot_unpacks_and_a_damaged_one_is_refused() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(5);
+        header.set_mode(0o644);
+        builder
+            .append_data(&mut header, "000001.sst", &b"table"[..])
+            .unwrap();
+        let archive = builder.into_inner().unwrap();
+        assert_eq!(unpack_snapshot(&archive), Some(1));
+        let mut damaged = archive.clone();
+        damaged[100] ^= 0xff;
+        assert_eq!(unpack_snapshot(&damaged), None);
+        // Cut inside the file's bytes.
+        assert_eq!(unpack_snapshot(&archive[..514]), None);
     }
 }
