@@ -247,12 +247,13 @@ fn run_engine(
         let dir = args.dir.create()?;
         let engine = open(name, dir.path(), settings, Store::Random, Pass::Timed)?;
         let fill = workload::run_fill(engine.as_ref(), present)?;
-        out.push((
-            Workload::FillRandom,
-            Shape::Load,
-            1,
-            Sample::of(&fill, engine.as_ref(), dir.path(), false),
-        ));
+        let sample = Sample::of(&fill, engine.as_ref(), dir.path(), false);
+        keep(
+            &mut out,
+            name,
+            (Workload::FillRandom, Shape::Load, 1),
+            sample,
+        );
         if selected.iter().any(|w| w.store() == Store::Random) {
             read_shapes(
                 name,
@@ -286,12 +287,8 @@ fn run_engine(
     let dir = args.dir.create()?;
     let engine = open(name, dir.path(), settings, Store::Random, Pass::Timed)?;
     let fill = workload::run_fill(engine.as_ref(), sorted)?;
-    out.push((
-        Workload::FillSeq,
-        Shape::Load,
-        1,
-        Sample::of(&fill, engine.as_ref(), dir.path(), false),
-    ));
+    let sample = Sample::of(&fill, engine.as_ref(), dir.path(), false);
+    keep(&mut out, name, (Workload::FillSeq, Shape::Load, 1), sample);
     drop(engine);
     drop(dir);
     for &workload in plan.writes {
@@ -302,10 +299,29 @@ fn run_engine(
                 if threads == 1 { "" } else { "s" }
             );
             let sample = write(name, args, plan, (workload, threads), present)?;
-            out.push((workload, Shape::Load, threads, sample));
+            keep(&mut out, name, (workload, Shape::Load, threads), sample);
         }
     }
     Ok(out)
+}
+
+/// Keeps one measurement of engine `name`, and prints its rate at once, so
+/// that a run cut short (a device's time limit) still shows what it
+/// measured.
+fn keep(
+    out: &mut Vec<(Workload, Shape, usize, Sample)>,
+    name: &str,
+    (workload, shape, threads): (Workload, Shape, usize),
+    sample: Sample,
+) {
+    eprintln!(
+        "    {name} {} ({}, {threads} thread{}): {:.0} ops/s",
+        workload.name(),
+        shape.name(),
+        if threads == 1 { "" } else { "s" },
+        sample.ops_per_sec()
+    );
+    out.push((workload, shape, threads, sample));
 }
 
 /// Runs threaded write `workload` on `threads` writers into a fresh store
@@ -375,7 +391,7 @@ fn read_shapes(
                     if threads == 1 { "" } else { "s" }
                 );
                 let sample = read(name, engine, dir, (workload, threads), args, settings, keys)?;
-                out.push((workload, shape, threads, sample));
+                keep(out, name, (workload, shape, threads), sample);
             }
         }
     }

@@ -48,6 +48,11 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// Operations per second of wall time.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops_per_sec
+    }
+
     /// Derives the figures of `run`, and the store's from `engine` and
     /// `dir` as the run left them. `all_absent`: see [`Sample::count_filters`].
     pub fn of(run: &Run, engine: &dyn Engine, dir: &Path, all_absent: bool) -> Self {
