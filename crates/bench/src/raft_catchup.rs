@@ -35,6 +35,11 @@ pub struct Args {
     /// Results a `find` may return.
     #[arg(long, default_value_t = 1000)]
     find_limit: usize,
+    /// Measure memory only, on a one-node cluster: the process's peak
+    /// resident size (the node's and the client's) during a full scan and a
+    /// `find`, an upper bound of what the node holds.
+    #[arg(long)]
+    memory_only: bool,
     #[command(flatten)]
     dir: crate::scratch::ScratchDir,
 }
@@ -288,5 +293,57 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(measure(args))
+    if args.memory_only {
+        runtime.block_on(measure_memory(args))
+    } else {
+        runtime.block_on(measure(args))
+    }
+}
+
+/// `--memory-only`: one node, loaded, then a full scan and a `find`, each
+/// with the peak resident size reset first.
+async fn measure_memory(args: &Args) -> anyhow::Result<()> {
+    let dir = args.dir.create()?;
+    let (nodes, clients) = crate::raft::cluster(dir.path(), 1, configure).await?;
+    let client = clients[0].clone();
+    client.define_index("g", "/g").await?;
+    let count = args.bytes / args.value_len as u64;
+    eprintln!("loading {count} records of {} bytes", args.value_len);
+    load(&client, args, count).await?;
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    let peak = |what: &str, before: u64| -> anyhow::Result<()> {
+        let (_, peak) = memory()?;
+        println!(
+            "{what}: resident {:.0} MiB before, peak {:.0} MiB",
+            mib(before),
+            mib(peak)
+        );
+        Ok(())
+    };
+    std::fs::write("/proc/self/clear_refs", "5").context("cannot reset the peak resident size")?;
+    let (before, _) = memory()?;
+    let mut pages = client.scan_pages(b"", None, usize::MAX);
+    let mut entries = 0;
+    while let Some(page) = pages.next_page().await? {
+        entries += page.len() as u64;
+    }
+    anyhow::ensure!(
+        entries == count,
+        "the scan saw {entries} of {count} records"
+    );
+    peak(&format!("one node, full scan of {count} records"), before)?;
+    std::fs::write("/proc/self/clear_refs", "5")?;
+    let (before, _) = memory()?;
+    let found = client.find("g", b"3", args.find_limit).await?.len();
+    peak(
+        &format!(
+            "one node, find (limit {}): {found} records",
+            args.find_limit
+        ),
+        before,
+    )?;
+    for node in nodes {
+        node.shutdown().await;
+    }
+    Ok(())
 }
