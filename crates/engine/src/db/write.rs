@@ -16,6 +16,7 @@ use crate::manifest::filenames;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 
+use super::wakeup::cores;
 use super::write_group::{Group, Leadership, Members, Publisher, Role, Slot};
 use super::{Inner, State, SuperVersion, Writer, lock};
 
@@ -35,10 +36,11 @@ thread_local! {
     static SCRATCH: RefCell<WriteBatch> = RefCell::new(WriteBatch::new());
 }
 
-/// Members' batches of fewer bytes than this, in all, are inserted into
-/// the memtable by their leader: waking each member to insert its own
-/// costs microseconds, more than inserting a few small batches, and the
-/// members are woken once, when their writes are visible.
+/// Members' batches of this many bytes or more, in all, insert
+/// themselves into the memtable, in parallel. Smaller ones are inserted by
+/// their leader unless every member has a core of its own
+/// ([`inserts_in_parallel`]): a member without a core must first be
+/// scheduled, which costs more than inserting a few small batches.
 const PARALLEL_INSERT_BYTES: usize = 64 << 10;
 
 /// How a leader lets its members go once the group is published.
@@ -202,7 +204,7 @@ impl Inner {
         // Holding the writer lock, no rotation can replace the memtable.
         let memtable = Arc::clone(&self.pin().active);
         let grouped = members.len();
-        let release = if members.bytes() >= PARALLEL_INSERT_BYTES {
+        let release = if inserts_in_parallel(members.len(), members.bytes()) {
             let (group, publisher) = Group::new(Arc::clone(&memtable), grouped);
             members.start_inserts(&group, &first_seqs[1..]);
             memtable.insert_batch(own, first_seqs[0]);
@@ -397,6 +399,15 @@ impl Inner {
         self.counters.with(|c| c.write_stall_micros.add(stalled));
         waited
     }
+}
+
+/// Whether a group's members, `members` batches of `bytes` in all, insert
+/// their own batches: when the batches are large, or when the group's
+/// writers all have cores of their own (then they wait for their turn
+/// spinning, and a hand-off costs less than an insert). A lone member's
+/// small batch is inserted by the leader either way.
+fn inserts_in_parallel(members: usize, bytes: usize) -> bool {
+    bytes >= PARALLEL_INSERT_BYTES || (members >= 2 && members < cores())
 }
 
 #[cfg(test)]

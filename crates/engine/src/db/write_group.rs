@@ -10,10 +10,13 @@
 //! the members insert their own batches into the memtable in parallel,
 //! and the leader publishes the group's sequence numbers once every insert
 //! is done. (LevelDB's `DBImpl::Write` groups writers the same way;
-//! RocksDB's write groups add the parallel memtable inserts.)
+//! RocksDB's write groups add the parallel memtable inserts.) Every wait
+//! spins briefly before it sleeps ([`Wakeup`]): a hand-off usually comes
+//! within microseconds.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -21,6 +24,7 @@ use crate::key::SeqNo;
 use crate::memtable::Memtable;
 
 use super::lock;
+use super::wakeup::Wakeup;
 
 /// The most bytes of batches one group holds.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -56,13 +60,15 @@ pub(super) struct Slot {
     leads_only: bool,
     /// The writer asked for its batch to be synced.
     sync: bool,
-    turn: Mutex<Turn>,
-    woken: Condvar,
+    /// Set once, by the thread that decides what the writer does next.
+    turn: Mutex<Option<Turn>>,
+    /// `turn` is set.
+    told: AtomicBool,
+    wakeup: Wakeup,
 }
 
 #[derive(Debug)]
 enum Turn {
-    Waiting,
     Lead,
     Member(Arc<Group>, SeqNo),
     Done(SeqNo),
@@ -100,8 +106,9 @@ impl Slot {
             batch,
             leads_only,
             sync,
-            turn: Mutex::new(Turn::Waiting),
-            woken: Condvar::new(),
+            turn: Mutex::new(None),
+            told: AtomicBool::new(false),
+            wakeup: Wakeup::default(),
         })
     }
 
@@ -115,13 +122,24 @@ impl Slot {
         self.sync
     }
 
+    /// Tells the waiting writer what to do next.
     fn set(&self, turn: Turn) {
-        *lock(&self.turn) = turn;
-        self.woken.notify_one();
+        *lock(&self.turn) = Some(turn);
+        self.told.store(true, Ordering::Release);
+        self.wakeup.signal();
     }
 
     fn is_waiting(&self) -> bool {
-        matches!(*lock(&self.turn), Turn::Waiting)
+        !self.told.load(Ordering::Acquire)
+    }
+
+    /// Waits until [`Slot::set`], and takes what it set.
+    fn wait_for_turn(&self) -> Turn {
+        self.wakeup.wait_for(|| {
+            (!self.is_waiting())
+                .then(|| lock(&self.turn).take())
+                .flatten()
+        })
     }
 }
 
@@ -146,20 +164,11 @@ impl WriteQueue {
             }
             line.waiting.push_back(Arc::clone(slot));
         }
-        let mut turn = lock(&slot.turn);
-        loop {
-            match std::mem::replace(&mut *turn, Turn::Waiting) {
-                Turn::Waiting => {
-                    turn = slot
-                        .woken
-                        .wait(turn)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                }
-                Turn::Lead => return Role::Lead(Leadership { queue: self }),
-                Turn::Member(group, first_seq) => return Role::Member(group, first_seq),
-                Turn::Done(first_seq) => return Role::Done(first_seq),
-                Turn::Failed(err) => return Role::Failed(err),
-            }
+        match slot.wait_for_turn() {
+            Turn::Lead => Role::Lead(Leadership { queue: self }),
+            Turn::Member(group, first_seq) => Role::Member(group, first_seq),
+            Turn::Done(first_seq) => Role::Done(first_seq),
+            Turn::Failed(err) => Role::Failed(err),
         }
     }
 }
@@ -272,16 +281,13 @@ impl Drop for Members {
 #[derive(Debug)]
 pub(super) struct Group {
     memtable: Arc<Memtable>,
-    progress: Mutex<Progress>,
-    changed: Condvar,
-}
-
-#[derive(Debug)]
-struct Progress {
     /// Members whose insert has not finished.
-    inserting: usize,
+    inserting: AtomicUsize,
     /// Set once the leader has published the group (or given up on it).
-    outcome: Option<Result<(), String>>,
+    outcome: OnceLock<Result<(), String>>,
+    /// Where the leader waits for the inserts, and the members for the
+    /// outcome.
+    wakeup: Wakeup,
 }
 
 impl Group {
@@ -290,11 +296,9 @@ impl Group {
     pub(super) fn new(memtable: Arc<Memtable>, members: usize) -> (Arc<Self>, Publisher) {
         let group = Arc::new(Self {
             memtable,
-            progress: Mutex::new(Progress {
-                inserting: members,
-                outcome: None,
-            }),
-            changed: Condvar::new(),
+            inserting: AtomicUsize::new(members),
+            outcome: OnceLock::new(),
+            wakeup: Wakeup::default(),
         });
         (Arc::clone(&group), Publisher(group))
     }
@@ -304,22 +308,12 @@ impl Group {
     /// visible when the member's call returns.
     pub(super) fn insert_and_wait(&self, batch: &WriteBatch, first_seq: SeqNo) -> Result<()> {
         self.memtable.insert_batch(batch, first_seq);
-        let mut progress = lock(&self.progress);
-        progress.inserting -= 1;
-        if progress.inserting == 0 {
-            self.changed.notify_all();
+        if self.inserting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.wakeup.signal();
         }
-        loop {
-            match &progress.outcome {
-                Some(Ok(())) => return Ok(()),
-                Some(Err(detail)) => return Err(Error::Background(detail.clone())),
-                None => {
-                    progress = self
-                        .changed
-                        .wait(progress)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                }
-            }
+        match self.wakeup.wait_for(|| self.outcome.get()) {
+            Ok(()) => Ok(()),
+            Err(detail) => Err(Error::Background(detail.clone())),
         }
     }
 }
@@ -333,13 +327,9 @@ impl Publisher {
     /// Waits until every member's insert is done.
     pub(super) fn wait_for_inserts(&self) {
         let group = &self.0;
-        let mut progress = lock(&group.progress);
-        while progress.inserting > 0 {
-            progress = group
-                .changed
-                .wait(progress)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
+        group
+            .wakeup
+            .wait_for(|| (group.inserting.load(Ordering::Acquire) == 0).then_some(()));
     }
 
     /// Tells the members that their writes are visible.
@@ -348,11 +338,9 @@ impl Publisher {
     }
 
     fn finish(&self, outcome: Result<(), String>) {
-        let mut progress = lock(&self.0.progress);
-        if progress.outcome.is_none() {
-            progress.outcome = Some(outcome);
-        }
-        self.0.changed.notify_all();
+        // Only the first outcome counts: `published`, then the drop.
+        let _ = self.0.outcome.set(outcome);
+        self.0.wakeup.signal();
     }
 }
 
@@ -415,14 +403,17 @@ mod tests {
         assert!(members.any_sync());
         members.fail(&Error::Closed);
         for slot in &small {
-            assert!(matches!(*lock(&slot.turn), Turn::Failed(Error::Closed)));
+            assert!(matches!(
+                *lock(&slot.turn),
+                Some(Turn::Failed(Error::Closed))
+            ));
         }
         // A large leader takes the large batch and stops at the transaction.
         let members = leader.gather(512 << 10);
         assert_eq!(members.len(), 1);
         drop(members);
         assert!(
-            matches!(*lock(&big.turn), Turn::Failed(Error::Background(_))),
+            matches!(*lock(&big.turn), Some(Turn::Failed(Error::Background(_)))),
             "a member dropped untold must fail, not wait forever"
         );
         assert_eq!(lock(&queue.line).waiting.len(), 1);
