@@ -111,6 +111,11 @@ pub struct ServeArgs {
     /// 64 MiB value); lower it for faster failover when writes are small.
     #[arg(long, value_name = "MS", default_value_t = sift_raft::DEFAULT_HEARTBEAT_MS)]
     pub heartbeat_ms: u64,
+    /// Build a snapshot every N applied entries and keep N entries of log
+    /// behind it; a follower further behind catches up by snapshot
+    /// (default: every 10,000, keeping 1,000).
+    #[arg(long, value_name = "N")]
+    pub snapshot_every: Option<u64>,
 }
 
 /// `sift cluster`.

@@ -395,6 +395,16 @@ fn usage_errors_exit_2() {
     // A key longer than the store allows.
     let long_key = "k".repeat(64 * 1024 + 1);
     sift.run(&["put", &long_key, "v"]).fails_with(2);
+    // A node's settings out of range, refused before it starts.
+    let serve = ["serve", "--id", "1", "--listen", "127.0.0.1:0"];
+    let error = sift
+        .run(&[&serve[..], &["--snapshot-every", "0"]].concat())
+        .fails_with(2);
+    assert!(error.contains("--snapshot-every"), "{error}");
+    let error = sift
+        .run(&[&serve[..], &["--heartbeat-ms", "0"]].concat())
+        .fails_with(2);
+    assert!(error.contains("--heartbeat-ms"), "{error}");
 }
 
 #[test]

@@ -28,6 +28,7 @@ mod log_store;
 mod network;
 mod node;
 mod purge_gate;
+pub mod registers;
 mod server;
 mod sessions;
 mod snapshot;

@@ -105,6 +105,17 @@ impl NodeOptions {
         self.config.election_timeout_max = ms.saturating_mul(6);
         self
     }
+
+    /// Builds a snapshot every `entries` applied entries and keeps that
+    /// many entries of log behind it: a follower further behind than that
+    /// catches up by snapshot. (The default: every 10,000, keeping
+    /// openraft's 1,000.)
+    #[must_use]
+    pub fn snapshot_every(mut self, entries: u64) -> Self {
+        self.config.snapshot_policy = openraft::SnapshotPolicy::LogsSinceLast(entries);
+        self.config.max_in_snapshot_log_to_keep = entries;
+        self
+    }
 }
 
 /// What the server's handlers and the node share.

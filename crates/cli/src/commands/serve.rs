@@ -19,6 +19,11 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
     if args.heartbeat_ms == 0 {
         return Err(Failure::usage("--heartbeat-ms must be a positive integer"));
     }
+    if args.snapshot_every == Some(0) {
+        return Err(Failure::usage(
+            "--snapshot-every must be a positive integer",
+        ));
+    }
     let value_indexes = args
         .indexes
         .iter()
@@ -32,6 +37,9 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
     runtime()?.block_on(async {
         let mut options = NodeOptions::new(args.id, args.listen, db).heartbeat(args.heartbeat_ms);
         options.value_indexes = value_indexes;
+        if let Some(entries) = args.snapshot_every {
+            options = options.snapshot_every(entries);
+        }
         let node = Node::start(options).await.map_err(failure)?;
         eprintln!(
             "sift: node {} serving on {} (data in {})",
