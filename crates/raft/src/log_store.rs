@@ -36,6 +36,15 @@ const ENTRY_PIECE_BYTES: usize = 16 << 20;
 /// body limit and is sent well within the RPC timeout.
 pub const MAX_APPEND_BYTES: usize = 8 << 20;
 
+/// The log database's memtables and block cache. Entries are written once
+/// and read back while they are recent, by replication to a follower that
+/// is behind: the engine's defaults (up to three 32 MiB memtables and a
+/// 64 MiB cache, sized for a store's reads) would let the log take as much
+/// memory as the data. A follower further behind reads from the files and
+/// the OS's page cache.
+const LOG_MEMTABLE_BYTES: usize = 16 << 20;
+const LOG_CACHE_BYTES: u64 = 8 << 20;
+
 /// The Raft log of one node. Clones share the database (openraft reads the
 /// log from its replication tasks through one).
 #[derive(Clone, Debug)]
@@ -75,6 +84,9 @@ impl LogStore {
         let db = Db::builder(dir)
             .file_system(fs)
             .wal_recovery(WalRecovery::AbsoluteConsistency)
+            .memtable_bytes(LOG_MEMTABLE_BYTES)
+            .max_immutable_memtables(1)
+            .block_cache_bytes(LOG_CACHE_BYTES)
             .open()
             .map_err(|e| io_error(ErrorSubject::Store, ErrorVerb::Read, &e))?;
         Ok(Self {
