@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use sift_raft::Client;
 use sift_raft::api::Status;
-use sift_raft::registers::{Registers, Rng};
+use sift_raft::registers::{self, Registers, Rng};
 
 const NODES: u64 = 3;
 const KEYS: u64 = 4;
@@ -351,18 +351,7 @@ async fn histories_through_real_partitions_pauses_and_kills_are_linearizable() {
         eprintln!("skipped: network namespaces need root (`ip netns add` failed)");
         return;
     };
-    let seconds: u64 = std::env::var("SIFT_FAULT_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let seed = std::env::var("SIFT_FAULT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            now.map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("SIFT_FAULT_SEED={seed}");
+    let (seconds, seed) = registers::fault_run_from_env();
     let root = tempfile::tempdir().unwrap();
     let mut nodes = BTreeMap::new();
     for id in 1..=NODES {

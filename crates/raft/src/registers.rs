@@ -37,6 +37,21 @@ impl Rng {
     }
 }
 
+/// How long a fault test runs, in seconds (`SIFT_FAULT_SECS`, 20 by
+/// default), and the seed its faults and operations are drawn from
+/// (`SIFT_FAULT_SEED`, by default from the clock). Prints the seed, so
+/// that a failed run can be replayed.
+pub fn fault_run_from_env() -> (u64, u64) {
+    let var = |name| std::env::var(name).ok().and_then(|s| s.parse().ok());
+    let seconds = var("SIFT_FAULT_SECS").unwrap_or(20);
+    let seed = var("SIFT_FAULT_SEED").unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(1, |d| d.as_nanos() as u64)
+    });
+    eprintln!("SIFT_FAULT_SEED={seed}");
+    (seconds, seed)
+}
+
 /// The length of the large values, one write in [`BIG_EVERY`].
 pub const BIG_VALUE: usize = 1 << 20;
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sift_raft::NodeId;
-use sift_raft::registers::{Registers, Rng};
+use sift_raft::registers::{self, Registers, Rng};
 
 mod common;
 
@@ -94,18 +94,7 @@ async fn nemesis(seed: u64, cluster: &mut Cluster, until: Instant) -> Vec<&'stat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn histories_under_kills_and_partitions_are_linearizable() {
-    let seconds: u64 = std::env::var("SIFT_FAULT_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let seed = std::env::var("SIFT_FAULT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            now.map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("SIFT_FAULT_SEED={seed}");
+    let (seconds, seed) = registers::fault_run_from_env();
     let mut cluster = Cluster::start_with(50, HEARTBEAT_MS).await;
     let addrs: Vec<String> = cluster.addrs.values().map(SocketAddr::to_string).collect();
     let registers = Arc::new(Registers::new(KEYS, CLIENT_RETRIES));
