@@ -79,9 +79,9 @@ fn check_all(db: &Db, model: &Model, colors: u32) {
         let color = format!("c{c}");
         let want = expected(model, &color);
         for method in METHODS {
-            let found = db.find_with("color", &color, method).unwrap();
+            let mut found = db.find_with("color", &color, method).unwrap();
+            let got: Vec<Vec<u8>> = found.by_ref().map(|r| r.unwrap().0).collect();
             let stats = *found.stats();
-            let got: Vec<Vec<u8>> = found.map(|r| r.unwrap().0).collect();
             assert_eq!(got, want, "{color} by {method:?}: {stats:?}");
             assert_eq!(stats.results as usize, want.len());
             assert!(stats.tables_matched <= stats.tables_scanned);
@@ -96,6 +96,21 @@ fn check_all(db: &Db, model: &Model, colors: u32) {
             .map(Result::unwrap)
             .collect();
         assert_eq!(planned, want);
+        // From a key in the middle (one past a result's key, so that an
+        // exact match and a key between results are both tried).
+        for from in want.get(want.len() / 2).into_iter().flat_map(|key| {
+            let mut after = key.clone();
+            after.push(0);
+            [key.clone(), after]
+        }) {
+            let tail: Vec<Vec<u8>> = db
+                .find_from("color", &color, &from)
+                .unwrap()
+                .map(|r| r.unwrap().0)
+                .collect();
+            let expected: Vec<Vec<u8>> = want.iter().filter(|k| **k >= from).cloned().collect();
+            assert_eq!(tail, expected, "{color} from {from:?}");
+        }
     }
 }
 
@@ -198,9 +213,9 @@ fn absent_values_scan_no_table_and_unique_values_few() {
     for method in [Method::BloomScan, Method::Hierarchy, Method::Flat] {
         let mut scanned = 0;
         for c in 0..100 {
-            let found = db.find_with("color", format!("absent{c}"), method).unwrap();
+            let mut found = db.find_with("color", format!("absent{c}"), method).unwrap();
+            assert_eq!(found.by_ref().count(), 0);
             scanned += found.stats().tables_scanned;
-            assert_eq!(found.count(), 0);
         }
         // Each (query, table) pair is a leaf's false positive with the
         // leaf's FPR, about 1% at this fill: 2% of the pairs bounds it.
@@ -209,14 +224,14 @@ fn absent_values_scan_no_table_and_unique_values_few() {
             scanned * 50 <= pairs,
             "{method:?}: {scanned} of {pairs} (query, table) pairs scanned"
         );
-        let found = db.find_with("color", "c1234", method).unwrap();
+        let mut found = db.find_with("color", "c1234", method).unwrap();
+        assert_eq!(found.by_ref().count(), 1);
         assert_eq!(found.stats().tables_matched, 1);
         assert!(found.stats().tables_scanned <= 3, "{:?}", found.stats());
         // Within its table, the block filters leave the one block that
         // holds it and rarely another.
         assert_eq!(found.stats().blocks_matched, 1);
         assert!(found.stats().blocks_read <= 3, "{:?}", found.stats());
-        assert_eq!(found.count(), 1);
     }
 }
 
@@ -245,9 +260,9 @@ fn validation_reads_newer_tables_through_the_counted_point_lookup() {
     }
     assert_eq!(db.stats().levels[0].tables, 2);
     let before = db.stats();
-    let found = db.find_with("color", "c0", Method::Flat).unwrap();
+    let mut found = db.find_with("color", "c0", Method::Flat).unwrap();
+    assert_eq!(found.by_ref().count(), 100);
     assert_eq!(found.stats().entries_validated, 100, "{:?}", found.stats());
-    assert_eq!(found.count(), 100);
     let after = db.stats();
     // One key filter probe of the newer table per hit whose key lies in
     // its range (all but key000, below its smallest key key001), counted
@@ -351,7 +366,8 @@ fn damaged_block_filters_make_every_block_read_not_missed() {
         let file = siftdb::TableFile::open_in(&fs, &Path::new("/db").join(name)).unwrap();
         assert!(!file.properties().value_filters[0].block_filters_readable);
     }
-    let found = db.find_with("color", "c2", Method::Flat).unwrap();
+    let mut found = db.find_with("color", "c2", Method::Flat).unwrap();
+    found.by_ref().for_each(drop);
     // Every block of a positive table is read; nothing is missed.
     assert_eq!(found.stats().blocks_read, found.stats().blocks_positive);
     assert_eq!(found.stats().block_filters_probed, 0);

@@ -91,12 +91,12 @@ fn load(shape: Shape) -> Db {
 }
 
 fn keys(db: &Db, value: &str, method: Option<Method>) -> (Vec<Vec<u8>>, FindStats) {
-    let found = match method {
+    let mut found = match method {
         Some(method) => db.find_with("v", value, method).unwrap(),
         None => db.find("v", value).unwrap(),
     };
-    let stats = *found.stats();
-    (found.map(|r| r.unwrap().0).collect(), stats)
+    let keys = found.by_ref().map(|r| r.unwrap().0).collect();
+    (keys, *found.stats())
 }
 
 #[test]

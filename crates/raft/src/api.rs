@@ -42,7 +42,8 @@ pub enum Read {
         /// The most entries returned.
         limit: usize,
     },
-    /// Up to `limit` entries whose value is `value` by value index `index`.
+    /// Up to `limit` entries whose value is `value` by value index
+    /// `index`, with keys from `from` on, in key order.
     Find {
         /// The value index.
         index: String,
@@ -51,6 +52,9 @@ pub enum Read {
         value: Vec<u8>,
         /// The most entries returned.
         limit: usize,
+        /// The least key.
+        #[serde(with = "serde_bytes", default)]
+        from: Vec<u8>,
     },
 }
 
@@ -70,12 +74,10 @@ pub struct KeyValue {
 pub enum ReadAnswer {
     /// The value of a [`Read::Get`] (`None`: absent).
     Value(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
-    /// The entries of a [`Read::Find`].
-    Entries(Vec<KeyValue>),
-    /// One page of a [`Read::Scan`]: entries in key order, at most
-    /// [`MAX_PAGE_BYTES`] of keys and values (and at least one entry when
-    /// the range holds any), and whether the range holds more after the
-    /// last one (ask again from just past it).
+    /// One page of a [`Read::Scan`] or a [`Read::Find`]: entries in key
+    /// order, at most [`MAX_PAGE_BYTES`] of keys and values (and at least
+    /// one entry when there are any), and whether more follow the last one
+    /// (ask again from just past it).
     Page {
         /// The entries.
         entries: Vec<KeyValue>,
@@ -84,9 +86,10 @@ pub enum ReadAnswer {
     },
 }
 
-/// Most bytes of keys and values in one scan answer: bounds what a node
-/// holds for a scan, forwarded or not, whatever the range. A client reads
-/// a larger range page by page ([`crate::Client::scan_pages`]).
+/// Most bytes of keys and values in one scan or find answer: bounds what a
+/// node holds for it, forwarded or not, whatever the range or the value. A
+/// client reads more page by page ([`crate::Client::scan_pages`],
+/// [`crate::Client::find_pages`]).
 pub const MAX_PAGE_BYTES: usize = 4 << 20;
 
 /// An acknowledged write: committed by a majority and applied.

@@ -37,45 +37,62 @@ pub struct Client {
     session: Arc<ClientSession>,
 }
 
-/// A scan read page by page: [`Client::scan_pages`].
+/// A scan or a find read page by page: [`Client::scan_pages`],
+/// [`Client::find_pages`].
 #[derive(Debug)]
-pub struct ScanPages<'a> {
+pub struct Pages<'a> {
     client: &'a Client,
-    /// Where the next page starts; `remaining == 0` once the range ended.
-    lower: Vec<u8>,
-    upper: Option<Vec<u8>>,
-    remaining: usize,
+    /// The read of the next page (a scan or a find): its first key and its
+    /// limit move on with each page; `None` once it ended.
+    read: Option<Read>,
 }
 
-impl ScanPages<'_> {
+impl Pages<'_> {
     /// The next page, or `None` after the last.
     ///
     /// # Errors
     /// See [`ApiError`].
     pub async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>, ApiError> {
-        if self.remaining == 0 {
+        let Some(read) = &mut self.read else {
             return Ok(None);
-        }
-        let read = Read::Scan {
-            lower: self.lower.clone(),
-            upper: self.upper.clone(),
-            limit: self.remaining,
         };
-        let ReadAnswer::Page { entries, more } = self.client.call(api::READ, &read).await? else {
+        let ReadAnswer::Page { entries, more } = self.client.call(api::READ, read).await? else {
             return Err(ApiError::Unavailable(
-                "a scan was answered otherwise".into(),
+                "a scan or find was answered otherwise".into(),
             ));
         };
-        self.remaining = self.remaining.saturating_sub(entries.len());
+        let Some((first, limit)) = cursor(read) else {
+            self.read = None;
+            return Ok(None);
+        };
+        *limit = limit.saturating_sub(entries.len());
         match entries.last() {
-            Some(last) if more => {
+            Some(last) if more && *limit > 0 => {
                 // The least key after the last one.
-                self.lower.clone_from(&last.key);
-                self.lower.push(0);
+                first.clone_from(&last.key);
+                first.push(0);
             }
-            _ => self.remaining = 0,
+            _ => self.read = None,
         }
         Ok((!entries.is_empty()).then_some(entries))
+    }
+
+    /// Every remaining entry, all held in memory.
+    async fn collect(mut self) -> Result<Vec<KeyValue>, ApiError> {
+        let mut entries = Vec::new();
+        while let Some(page) = self.next_page().await? {
+            entries.extend(page);
+        }
+        Ok(entries)
+    }
+}
+
+/// The first key and the limit of a read that pages: a scan or a find.
+fn cursor(read: &mut Read) -> Option<(&mut Vec<u8>, &mut usize)> {
+    match read {
+        Read::Scan { lower, limit, .. } => Some((lower, limit)),
+        Read::Find { from, limit, .. } => Some((from, limit)),
+        Read::Get { .. } => None,
     }
 }
 
@@ -281,12 +298,7 @@ impl Client {
         upper: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, ApiError> {
-        let mut pages = self.scan_pages(lower, upper, limit);
-        let mut entries = Vec::new();
-        while let Some(page) = pages.next_page().await? {
-            entries.extend(page);
-        }
-        Ok(entries)
+        self.scan_pages(lower, upper, limit).collect().await
     }
 
     /// Up to `limit` entries in `[lower, upper)`, in key order, read page
@@ -294,17 +306,16 @@ impl Client {
     /// nodes nor this client hold more than a page. Each page is read
     /// linearizably, on its own: writes between two pages show in the
     /// later one.
-    pub fn scan_pages(&self, lower: &[u8], upper: Option<&[u8]>, limit: usize) -> ScanPages<'_> {
-        ScanPages {
-            client: self,
+    pub fn scan_pages(&self, lower: &[u8], upper: Option<&[u8]>, limit: usize) -> Pages<'_> {
+        self.pages(Read::Scan {
             lower: lower.to_vec(),
             upper: upper.map(<[u8]>::to_vec),
-            remaining: limit,
-        }
+            limit,
+        })
     }
 
     /// Up to `limit` entries whose value is `value` by value index
-    /// `index`, read linearizably, in key order.
+    /// `index`, in key order, all held in memory: for many, [`Client::find_pages`].
     ///
     /// # Errors
     /// [`ApiError::Invalid`] if there is no such index; see [`ApiError`].
@@ -314,21 +325,26 @@ impl Client {
         value: &[u8],
         limit: usize,
     ) -> Result<Vec<KeyValue>, ApiError> {
-        let read = Read::Find {
+        self.find_pages(index, value, limit).collect().await
+    }
+
+    /// Up to `limit` entries whose value is `value` by value index
+    /// `index`, in key order, read page by page as [`Client::scan_pages`]
+    /// reads a range: each page linearizably, on its own.
+    pub fn find_pages(&self, index: &str, value: &[u8], limit: usize) -> Pages<'_> {
+        self.pages(Read::Find {
             index: index.to_string(),
             value: value.to_vec(),
             limit,
-        };
-        self.entries(&read).await
+            from: Vec::new(),
+        })
     }
 
-    /// The entries `read` (a find) answers.
-    async fn entries(&self, read: &Read) -> Result<Vec<KeyValue>, ApiError> {
-        match self.call(api::READ, read).await? {
-            ReadAnswer::Entries(entries) => Ok(entries),
-            _ => Err(ApiError::Unavailable(
-                "a find was answered otherwise".into(),
-            )),
+    fn pages(&self, mut read: Read) -> Pages<'_> {
+        let has_room = cursor(&mut read).is_some_and(|(_, limit)| *limit > 0);
+        Pages {
+            client: self,
+            read: has_room.then_some(read),
         }
     }
 

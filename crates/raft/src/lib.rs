@@ -37,7 +37,7 @@ mod snapshot_file;
 mod state_machine;
 mod types;
 
-pub use client::{Client, ScanPages};
+pub use client::{Client, Pages};
 pub use command::{
     Check, Command, MAX_COMMAND_BYTES, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES,
     Session,

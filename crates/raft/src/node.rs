@@ -474,9 +474,16 @@ fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
             index,
             value,
             limit,
-        } => Ok(ReadAnswer::Entries(listed(
-            data.find(&index, &value, limit).map_err(ApiError::from)?,
-        ))),
+            from,
+        } => {
+            let (entries, more) = data
+                .find_page(&index, &value, &from, limit, api::MAX_PAGE_BYTES)
+                .map_err(ApiError::from)?;
+            Ok(ReadAnswer::Page {
+                entries: listed(entries),
+                more,
+            })
+        }
     }
 }
 

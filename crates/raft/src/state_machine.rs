@@ -63,33 +63,30 @@ impl DataHandle {
         self.db().get(keys::data(key))
     }
 
-    /// Up to `limit` user entries whose value is `value` by the value index
-    /// `index`, the first in key order.
-    ///
-    /// The search yields matches in no particular order: the first `limit`
-    /// in key order are kept in a heap as they come, so memory holds
-    /// `limit` entries however many match.
+    /// One page of the user entries whose value is `value` by the value
+    /// index `index`, with keys from `from` on, in key order: as
+    /// [`DataHandle::scan_page`] pages a range. The search reads its blocks
+    /// as the page fills, and stops with it.
     ///
     /// # Errors
     /// [`siftdb::Error::InvalidArgument`] if there is no such index; what
     /// the search reads.
-    pub fn find(&self, index: &str, value: &[u8], limit: usize) -> siftdb::Result<Vec<Pair>> {
-        let mut first = std::collections::BinaryHeap::new();
-        for item in self.db().find(index, value)? {
-            let (mut key, value) = item?;
-            // The state machine's own records are not user data.
-            if key.first() != Some(&keys::DATA) {
-                continue;
-            }
-            key.remove(0);
-            if first.len() < limit {
-                first.push((key, value));
-            } else if first.peek().is_some_and(|(last, _)| key < *last) {
-                first.pop();
-                first.push((key, value));
-            }
-        }
-        Ok(first.into_sorted_vec())
+    pub fn find_page(
+        &self,
+        index: &str,
+        value: &[u8],
+        from: &[u8],
+        limit: usize,
+        max_bytes: usize,
+    ) -> siftdb::Result<(Vec<Pair>, bool)> {
+        let found = self.db().find_from(index, value, keys::data(from))?;
+        // The state machine's own records after the user data are not
+        // user data: the first ends the answer.
+        let data = found.take_while(|item| {
+            item.as_ref()
+                .map_or(true, |(key, _)| key.first() == Some(&keys::DATA))
+        });
+        page(data, limit, max_bytes)
     }
 
     /// One page of user entries with keys in `[lower, upper)` (`upper`
@@ -108,18 +105,7 @@ impl DataHandle {
     ) -> siftdb::Result<(Vec<Pair>, bool)> {
         let lower = keys::data(lower);
         let upper = upper.map_or_else(|| vec![keys::DATA + 1], keys::data);
-        let mut entries = self.db().range(lower..upper).peekable();
-        let (mut page, mut bytes) = (Vec::new(), 0);
-        while page.len() < limit && (page.is_empty() || bytes < max_bytes) {
-            let Some(item) = entries.next() else {
-                return Ok((page, false));
-            };
-            let (mut key, value) = item?;
-            key.remove(0);
-            bytes += key.len() + value.len();
-            page.push((key, value));
-        }
-        Ok((page, entries.peek().is_some()))
+        page(self.db().range(lower..upper), limit, max_bytes)
     }
 
     /// Up to `limit` user entries with keys in `[lower, upper)` (`upper`
@@ -149,6 +135,28 @@ impl DataHandle {
 
 /// A user key and its value.
 type Pair = (Vec<u8>, Vec<u8>);
+
+/// The first of `entries` (data keys, in key order): up to `limit` and
+/// `max_bytes` of keys and values, but at least one if there are any, with
+/// the keys' data prefix taken off; and whether more follow.
+fn page(
+    entries: impl Iterator<Item = siftdb::Result<Pair>>,
+    limit: usize,
+    max_bytes: usize,
+) -> siftdb::Result<(Vec<Pair>, bool)> {
+    let mut entries = entries.peekable();
+    let (mut page, mut bytes) = (Vec::new(), 0);
+    while page.len() < limit && (page.is_empty() || bytes < max_bytes) {
+        let Some(item) = entries.next() else {
+            return Ok((page, false));
+        };
+        let (mut key, value) = item?;
+        key.remove(0);
+        bytes += key.len() + value.len();
+        page.push((key, value));
+    }
+    Ok((page, entries.peek().is_some()))
+}
 
 /// The state machine of one node.
 #[derive(Debug)]

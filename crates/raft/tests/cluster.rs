@@ -258,14 +258,43 @@ async fn find_searches_by_value_through_any_node() {
     assert!(matches!(missing, Err(ApiError::Invalid(_))), "{missing:?}");
 }
 
+/// The keys of `pages`, each page checked against the bound on its bytes;
+/// and how many pages there were.
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test helper: any error fails the test"
+)]
+async fn bounded_pages(mut pages: sift_raft::Pages<'_>, largest: usize) -> (Vec<Vec<u8>>, usize) {
+    let (mut seen, mut page_count) = (Vec::new(), 0);
+    while let Some(page) = pages.next_page().await.unwrap() {
+        let bytes: usize = page.iter().map(|e| e.key.len() + e.value.len()).sum();
+        // A page stops at the first entry that reaches the bound.
+        assert!(
+            bytes < sift_raft::api::MAX_PAGE_BYTES + largest + 64,
+            "{bytes}"
+        );
+        page_count += 1;
+        seen.extend(page.into_iter().map(|e| e.key));
+    }
+    (seen, page_count)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_large_scan_comes_in_bounded_pages_through_a_follower() {
+async fn a_large_scan_or_find_comes_in_bounded_pages_through_a_follower() {
     let cluster = Cluster::start(10_000).await;
     let leader = cluster.leader().await;
     let follower = (1..=3).find(|&id| id != leader).unwrap();
     let client = cluster.client(follower);
-    // 48 values of 256 KiB, 12 MiB in all, written in four batches.
-    let value = |i: u32| vec![i as u8; 256 << 10];
+    // 48 values of 256 KiB, 12 MiB in all, written in four batches; the
+    // even ones red.
+    let value = |i: u32| {
+        let color = if i.is_multiple_of(2) { "red" } else { "blue" };
+        let head = format!("{{\"color\":\"{color}\",\"p\":\"");
+        let mut value = head.into_bytes();
+        value.resize((256 << 10) - 2, b'a' + (i % 26) as u8);
+        value.extend_from_slice(b"\"}");
+        value
+    };
     for batch in 0..4u32 {
         let ops = (batch * 12..batch * 12 + 12)
             .map(|i| sift_raft::Op::Put {
@@ -275,25 +304,22 @@ async fn a_large_scan_comes_in_bounded_pages_through_a_follower() {
             .collect();
         client.write(&sift_raft::Command::Write(ops)).await.unwrap();
     }
-    let mut pages = client.scan_pages(b"", None, usize::MAX);
-    let mut seen = Vec::new();
-    let mut page_count = 0;
-    while let Some(page) = pages.next_page().await.unwrap() {
-        let bytes: usize = page.iter().map(|e| e.key.len() + e.value.len()).sum();
-        // A page stops at the first entry that reaches the bound.
-        assert!(
-            bytes < sift_raft::api::MAX_PAGE_BYTES + (256 << 10) + 64,
-            "{bytes}"
-        );
-        page_count += 1;
-        seen.extend(page.into_iter().map(|e| e.key));
-    }
+    let pages = client.scan_pages(b"", None, usize::MAX);
+    let (seen, page_count) = bounded_pages(pages, 256 << 10).await;
     assert_eq!(seen, (0..48).map(key).collect::<Vec<_>>());
     assert!(page_count >= 3, "{page_count} pages");
     // A limit ends the scan within a page, and `scan` gathers the pages.
     let limited = client.scan(b"", None, 20).await.unwrap();
     assert_eq!(limited.len(), 20);
     assert_eq!(limited[19].value, value(19));
+    // A find pages the same way, 6 MiB of red in at least two pages.
+    let pages = client.find_pages("color", b"red", usize::MAX);
+    let (seen, page_count) = bounded_pages(pages, 256 << 10).await;
+    assert_eq!(seen, (0..48).step_by(2).map(key).collect::<Vec<_>>());
+    assert!(page_count >= 2, "{page_count} pages");
+    let limited = client.find("color", b"red", 13).await.unwrap();
+    assert_eq!(limited.len(), 13);
+    assert_eq!(limited[12].value, value(24));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -390,8 +416,9 @@ async fn an_index_defined_through_the_log_reaches_every_node() {
     cluster.converge().await;
     let local: Vec<Vec<u8>> = cluster.nodes[&behind]
         .data()
-        .find("size", b"L", usize::MAX)
+        .find_page("size", b"L", b"", usize::MAX, usize::MAX)
         .unwrap()
+        .0
         .into_iter()
         .map(|(key, _)| key)
         .collect();

@@ -202,13 +202,13 @@ fn search(
         (answer.keys, time)
     } else {
         let start = Instant::now();
-        let find = match method {
+        let mut find = match method {
             Some(method) => stores.value_index.find_with(INDEX, value, method)?,
             None => stores.value_index.find(INDEX, value)?,
         };
-        let stats = *find.stats();
-        let found = find.collect::<Result<Vec<_>, _>>()?;
+        let found = find.by_ref().collect::<Result<Vec<_>, _>>()?;
         let time = start.elapsed();
+        let stats = *find.stats();
         tally.leaves_positive += stats.leaves_positive;
         tally.tables_read += stats.tables_scanned;
         tally.blocks_read += stats.blocks_read;

@@ -21,12 +21,13 @@ pub fn run(db: &Path, args: &FindArgs, out: &mut Output) -> Outcome {
             args.index
         )));
     }
-    let found = search(&db, &args.index, &value, args.method)?;
-    let stats = *found.stats();
-    for entry in found.take(args.limit.unwrap_or(usize::MAX)) {
+    let mut found = search(&db, &args.index, &value, args.method)?;
+    // The search reads as it is iterated: a limit stops its reads too.
+    for entry in found.by_ref().take(args.limit.unwrap_or(usize::MAX)) {
         let (key, value) = entry?;
         out.entry(&key, (!args.keys_only).then_some(&value[..]))?;
     }
+    let stats = *found.stats();
     if args.explain {
         let tables = report::table_count(&db.stats());
         if out.json {

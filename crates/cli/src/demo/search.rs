@@ -51,11 +51,10 @@ impl SearchFigures {
 /// disagree on a single key.
 pub fn compare(db: &Db, query: Query) -> Outcome<SearchFigures> {
     let tables = db.stats().levels.iter().map(|l| l.tables as u64).sum();
-    let (filtered, filtered_time) = timed(|| db.find(query.index, &query.value))?;
-    let (scan, scan_time) = timed(|| db.find_with(query.index, &query.value, Method::Scan))?;
-    let (filtered_stats, scan_stats) = (*filtered.stats(), *scan.stats());
-    let filtered_keys = keys(filtered)?;
-    let scan_keys = keys(scan)?;
+    let ((filtered_keys, filtered_stats), filtered_time) =
+        timed(|| db.find(query.index, &query.value))?;
+    let ((scan_keys, scan_stats), scan_time) =
+        timed(|| db.find_with(query.index, &query.value, Method::Scan))?;
     if filtered_keys != scan_keys {
         return Err(Failure::storage(format!(
             "search {}={:?}: the filters returned {} keys, a full scan {}: \
@@ -74,26 +73,26 @@ pub fn compare(db: &Db, query: Query) -> Outcome<SearchFigures> {
     })
 }
 
-/// Runs `search`, again while it is short, and returns its first result
-/// and its median time.
-fn timed(mut search: impl FnMut() -> siftdb::Result<Find>) -> Outcome<(Find, Duration)> {
-    let started = Instant::now();
-    let first = search()?;
-    let mut times = vec![started.elapsed()];
-    while times.len() < MAX_REPEATS && times.iter().sum::<Duration>() < REPEAT_BELOW {
+/// The keys a search returned, in order, and what it did.
+type Searched = (Vec<Vec<u8>>, FindStats);
+
+/// Runs `search` to its last result, again while it is short; the keys
+/// and stats of the first run, and the median time.
+fn timed(mut search: impl FnMut() -> siftdb::Result<Find>) -> Outcome<(Searched, Duration)> {
+    let run = |search: &mut dyn FnMut() -> siftdb::Result<Find>| -> Outcome<(Searched, Duration)> {
         let started = Instant::now();
-        drop(search()?);
-        times.push(started.elapsed());
+        let mut found = search()?;
+        let keys = found
+            .by_ref()
+            .map(|item| item.map(|(key, _)| key))
+            .collect::<siftdb::Result<Vec<_>>>()?;
+        Ok(((keys, *found.stats()), started.elapsed()))
+    };
+    let (first, time) = run(&mut search)?;
+    let mut times = vec![time];
+    while times.len() < MAX_REPEATS && times.iter().sum::<Duration>() < REPEAT_BELOW {
+        times.push(run(&mut search)?.1);
     }
     times.sort_unstable();
     Ok((first, times[times.len() / 2]))
-}
-
-/// The keys of a search's results, in order.
-fn keys(find: Find) -> Outcome<Vec<Vec<u8>>> {
-    let mut keys = Vec::new();
-    for item in find {
-        keys.push(item?.0);
-    }
-    Ok(keys)
 }

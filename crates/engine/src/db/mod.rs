@@ -458,7 +458,23 @@ impl Db {
     /// [`Error::InvalidArgument`] if there is no index called `index`;
     /// [`Error::Io`] or [`Error::Corruption`] from reading a table.
     pub fn find(&self, index: &str, value: impl AsRef<[u8]>) -> Result<Find> {
-        self.inner.find_at(index, value.as_ref(), None, None)
+        self.inner.find_at(index, value.as_ref(), None, None, &[])
+    }
+
+    /// The results of [`Db::find`] whose keys are `from` or after: a long
+    /// answer read in pages, each search starting just past the last key
+    /// of the page before. Blocks wholly before `from` are not read.
+    ///
+    /// # Errors
+    /// As [`Db::find`].
+    pub fn find_from(
+        &self,
+        index: &str,
+        value: impl AsRef<[u8]>,
+        from: impl AsRef<[u8]>,
+    ) -> Result<Find> {
+        self.inner
+            .find_at(index, value.as_ref(), None, None, from.as_ref())
     }
 
     /// [`Db::find`] with the leaves searched by `method` (for comparisons:
@@ -468,7 +484,7 @@ impl Db {
     /// As [`Db::find`].
     pub fn find_with(&self, index: &str, value: impl AsRef<[u8]>, method: Method) -> Result<Find> {
         self.inner
-            .find_at(index, value.as_ref(), None, Some(method))
+            .find_at(index, value.as_ref(), None, Some(method), &[])
     }
 
     /// The keys [`Db::find`] returns, without their values.

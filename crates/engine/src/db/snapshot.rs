@@ -60,7 +60,7 @@ impl Snapshot {
     /// As [`Db::find`](crate::Db::find).
     pub fn find(&self, index: &str, value: impl AsRef<[u8]>) -> Result<Find> {
         self.inner
-            .find_at(index, value.as_ref(), Some(self.seq), None)
+            .find_at(index, value.as_ref(), Some(self.seq), None, &[])
     }
 
     /// [`Db::find_with`](crate::Db::find_with) as of the snapshot.
@@ -69,7 +69,7 @@ impl Snapshot {
     /// As [`Db::find`](crate::Db::find).
     pub fn find_with(&self, index: &str, value: impl AsRef<[u8]>, method: Method) -> Result<Find> {
         self.inner
-            .find_at(index, value.as_ref(), Some(self.seq), Some(method))
+            .find_at(index, value.as_ref(), Some(self.seq), Some(method), &[])
     }
 
     /// [`Db::find_keys`](crate::Db::find_keys) as of the snapshot.

@@ -15,11 +15,18 @@
 //! 4. **Validate** (`validate.rs`, Algorithm 3 of Macyna & Ordonez): a key
 //!    is returned only if no newer source holds a version of it visible at
 //!    the snapshot. An older version that had the value, or a newer one
-//!    hidden by the snapshot, never makes a result. The merged scan needs
-//!    no validation: it sees only the newest visible versions.
+//!    hidden by the snapshot, never makes a result.
+//!
+//! Steps 3 and 4 run as the caller iterates (`merge.rs`): each run's
+//! candidate blocks are read when the merge of all sources in key order
+//! reaches them, so a search stopped after `n` results has read only the
+//! blocks before them. The merged scan (`scan.rs`) is as lazy and needs no
+//! validation: it sees only the newest visible versions.
 
 mod candidates;
+mod merge;
 mod read;
+mod scan;
 mod validate;
 
 pub(in crate::db) use read::{Hit, Source};
@@ -35,7 +42,9 @@ use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::value_def::IndexRecord;
 
-/// What one search by value did: the `explain` of a query.
+/// What one search by value did: the `explain` of a query. The probes
+/// are counted when the search is made, the reads as it is iterated: the
+/// counters are complete once it has returned its last result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FindStats {
@@ -60,15 +69,15 @@ pub struct FindStats {
     pub block_filters_probed: u64,
     /// Candidate data blocks: those no filter ruled out.
     pub blocks_positive: u64,
-    /// Tables read (at least one block): the candidates, or every table
-    /// for a scan.
+    /// Tables read (at least one block): candidates, or every table for a
+    /// scan (counted when it ends).
     pub tables_scanned: u64,
     /// Candidate tables without a readable leaf of this index (read in
     /// full).
     pub tables_unindexed: u64,
     /// Tables read that really held an entry with the value.
     pub tables_matched: u64,
-    /// Data blocks read.
+    /// Data blocks read (for a scan, every one, counted when it ends).
     pub blocks_read: u64,
     /// Read blocks that held an entry with the value: the rest were the
     /// filters' false positives.
@@ -126,19 +135,37 @@ impl FindStats {
 }
 
 /// The result of a search by value: `(key, value)` pairs in key order,
-/// each key once. Computed when the search is made; [`Find::stats`] is
-/// complete from the start.
-#[derive(Debug)]
+/// each key once, read as they are asked for. It holds the version it
+/// searches (memtables and tables) until dropped, as an iterator does, and
+/// one data block's entries per sorted run. Yields `Err` if a table cannot
+/// be read, then ends.
 pub struct Find {
-    results: std::vec::IntoIter<(Vec<u8>, Vec<u8>)>,
+    results: Results,
     stats: FindStats,
 }
 
+/// Where a [`Find`]'s next result comes from.
+enum Results {
+    Merge(Box<merge::Merge>),
+    Scan(Box<scan::Scan>),
+    /// Every result returned, or an error.
+    Done,
+}
+
 impl Find {
-    /// What the search did.
+    /// What the search did so far: complete once it has returned its last
+    /// result.
     #[must_use]
     pub fn stats(&self) -> &FindStats {
         &self.stats
+    }
+}
+
+impl std::fmt::Debug for Find {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Find")
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
     }
 }
 
@@ -146,11 +173,25 @@ impl Iterator for Find {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.results.next().map(Ok)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.results.size_hint()
+        let next = match &mut self.results {
+            Results::Merge(merge) => merge.next(&mut self.stats),
+            Results::Scan(scan) => scan.next(&mut self.stats),
+            Results::Done => return None,
+        };
+        match next {
+            Ok(Some(found)) => {
+                self.stats.results += 1;
+                Some(Ok(found))
+            }
+            Ok(None) => {
+                self.results = Results::Done;
+                None
+            }
+            Err(error) => {
+                self.results = Results::Done;
+                Some(Err(error))
+            }
+        }
     }
 }
 
@@ -188,14 +229,16 @@ pub(super) fn has_value(index: &IndexRecord, value: &[u8], wanted: &[u8]) -> boo
 }
 
 impl Inner {
-    /// Keys whose value, by `index`, is `wanted`, as of `seq` (now, when
-    /// `None`), found by `method` (the planner's choice, when `None`).
+    /// Keys from `from` on whose value, by `index`, is `wanted`, as of
+    /// `seq` (now, when `None`), found by `method` (the planner's choice,
+    /// when `None`).
     pub(in crate::db) fn find_at(
         &self,
         index: &str,
         wanted: &[u8],
         seq: Option<SeqNo>,
         method: Option<Method>,
+        from: &[u8],
     ) -> Result<Find> {
         let record = self
             .index_named(index)
@@ -229,23 +272,26 @@ impl Inner {
                 (!scan).then_some(candidates)
             }
         };
+        let query = read::Query {
+            index: record,
+            value: wanted.to_vec(),
+            seq,
+            from: from.to_vec(),
+        };
         let results = match candidates {
-            Some(candidates) => {
-                let hits =
-                    read::candidates(&current, &record, &candidates, wanted, seq, &mut stats)?;
-                self.counters
-                    .with(|counters| validate::newest(&current, hits, seq, counters, &mut stats))?
-            }
+            Some(candidates) => Results::Merge(Box::new(merge::Merge::new(
+                current,
+                query,
+                self.counters.clone(),
+                candidates,
+                &mut stats,
+            )?)),
             None => {
                 stats.method = Method::Scan;
-                read::scan(&current, &record, wanted, seq, &mut stats)?
+                Results::Scan(Box::new(scan::Scan::new(&current, query)))
             }
         };
-        stats.results = results.len() as u64;
-        Ok(Find {
-            results: results.into_iter(),
-            stats,
-        })
+        Ok(Find { results, stats })
     }
 
     /// Step 1: the candidate blocks of `current` for the value hashed to

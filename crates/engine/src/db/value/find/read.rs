@@ -1,11 +1,11 @@
-//! Step 3 of a search: read the candidate blocks and the memtables for
-//! entries with the value, or scan the whole store.
+//! Step 3 of a search: the entries with the value in the memtables and in
+//! the candidate blocks, one block at a time.
 
-use std::ops::Bound;
+use std::collections::VecDeque;
 
-use super::candidates::Candidates;
+use super::candidates::CandidateTable;
 use super::{FindStats, has_value};
-use crate::db::{Inner, SuperVersion};
+use crate::db::SuperVersion;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
 use crate::value_def::IndexRecord;
@@ -36,84 +36,43 @@ pub(in crate::db) enum Source {
     },
 }
 
-/// The hits of the memtables and of the candidate blocks.
-pub(super) fn candidates(
-    current: &SuperVersion,
-    index: &IndexRecord,
-    candidates: &Candidates,
-    wanted: &[u8],
-    seq: SeqNo,
-    stats: &mut FindStats,
-) -> Result<Vec<Hit>> {
-    let mut hits = memtables(current, index, wanted, seq, stats)?;
-    for candidate in &candidates.tables {
-        stats.tables_scanned += 1;
-        let table = &candidate.table.table;
-        let mut table_matched = false;
-        // The user key whose visible version was last seen: older versions
-        // of it are skipped.
-        let mut decided: Vec<u8> = Vec::new();
-        for &at in &candidate.blocks {
-            stats.blocks_read += 1;
-            let continued = at
-                .checked_sub(1)
-                .and_then(|before| table.block_last_user_key(before))
-                .map(<[u8]>::to_vec);
-            let mut first = true;
-            let mut block_matched = false;
-            decided.clear();
-            table.for_each_in_block(at, |key, value| {
-                stats.entries_examined += 1;
-                if key.seq > seq || (!first && decided == key.user_key) {
-                    return;
-                }
-                let check_own = first && continued.as_deref() == Some(key.user_key);
-                first = false;
-                decided.clear();
-                decided.extend_from_slice(key.user_key);
-                if key.kind == ValueKind::Value && has_value(index, value, wanted) {
-                    block_matched = true;
-                    hits.push(Hit {
-                        key: key.user_key.to_vec(),
-                        value: value.to_vec(),
-                        seq: key.seq,
-                        source: Source::Table {
-                            level: candidate.level,
-                            run: candidate.run,
-                            check_own,
-                        },
-                    });
-                }
-            })?;
-            stats.blocks_matched += u64::from(block_matched);
-            table_matched |= block_matched;
-        }
-        stats.tables_matched += u64::from(table_matched);
-    }
-    Ok(hits)
+/// What a search is for.
+pub(super) struct Query {
+    pub index: IndexRecord,
+    /// The value searched for.
+    pub value: Vec<u8>,
+    /// The snapshot.
+    pub seq: SeqNo,
+    /// The least key returned.
+    pub from: Vec<u8>,
 }
 
-/// The hits of the memtables, which have no filter: every entry is read.
-fn memtables(
+/// The hits of each memtable, in key order. Memtables have no filter:
+/// every entry is read.
+pub(super) fn memtables(
     current: &SuperVersion,
-    index: &IndexRecord,
-    wanted: &[u8],
-    seq: SeqNo,
+    query: &Query,
     stats: &mut FindStats,
-) -> Result<Vec<Hit>> {
-    let mut hits = Vec::new();
+) -> Result<Vec<VecDeque<Hit>>> {
     let memtables = std::iter::once(&current.active).chain(&current.immutables);
+    let mut all = Vec::new();
     for (i, memtable) in memtables.enumerate() {
+        let mut hits = VecDeque::new();
         let mut decided: Option<Vec<u8>> = None;
         for entry in memtable.entries() {
             let entry = entry?;
             stats.memtable_entries_scanned += 1;
-            if entry.key.seq > seq || decided.as_ref() == Some(&entry.key.user_key) {
+            if entry.key.seq > query.seq
+                || entry.key.user_key < query.from
+                || decided.as_ref() == Some(&entry.key.user_key)
+            {
                 continue;
             }
             decided = Some(entry.key.user_key.clone());
-            if entry.key.kind == ValueKind::Value && has_value(index, &entry.value, wanted) {
-                hits.push(Hit {
+            if entry.key.kind == ValueKind::Value
+                && has_value(&query.index, &entry.value, &query.value)
+            {
+                hits.push_back(Hit {
                     key: entry.key.user_key,
                     value: entry.value,
                     seq: entry.key.seq,
@@ -121,30 +80,59 @@ fn memtables(
                 });
             }
         }
+        all.push(hits);
     }
-    Ok(hits)
+    Ok(all)
 }
 
-/// Every key of the store whose newest version visible at `seq` has the
-/// value: one merged pass, no filter, nothing to validate.
-pub(super) fn scan(
-    current: &SuperVersion,
-    index: &IndexRecord,
-    wanted: &[u8],
-    seq: SeqNo,
+/// Appends to `hits` those of candidate block `at` of `candidate`, in key
+/// order; whether there were any.
+pub(super) fn block(
+    candidate: &CandidateTable,
+    at: usize,
+    query: &Query,
+    hits: &mut VecDeque<Hit>,
     stats: &mut FindStats,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    for table in current.version.tables() {
-        stats.tables_scanned += 1;
-        stats.blocks_read += table.table.index().entries.len() as u64;
-    }
-    let mut results = Vec::new();
-    for item in Inner::iter_in(current, (Bound::Unbounded, Bound::Unbounded), seq) {
-        let (key, value) = item?;
+) -> Result<bool> {
+    let table = &candidate.table.table;
+    stats.blocks_read += 1;
+    let continued = at
+        .checked_sub(1)
+        .and_then(|before| table.block_last_user_key(before))
+        .map(<[u8]>::to_vec);
+    let mut first = true;
+    let mut matched = false;
+    // The user key whose visible version was last seen: older versions of
+    // it are skipped.
+    let mut decided: Vec<u8> = Vec::new();
+    table.for_each_in_block(at, |key, value| {
         stats.entries_examined += 1;
-        if has_value(index, &value, wanted) {
-            results.push((key, value));
+        // A key before `from` is skipped whole; the first key after it is
+        // a continuation only if the block began with it.
+        if key.seq > query.seq
+            || key.user_key < query.from.as_slice()
+            || (!first && decided == key.user_key)
+        {
+            return;
         }
-    }
-    Ok(results)
+        let check_own = first && continued.as_deref() == Some(key.user_key);
+        first = false;
+        decided.clear();
+        decided.extend_from_slice(key.user_key);
+        if key.kind == ValueKind::Value && has_value(&query.index, value, &query.value) {
+            matched = true;
+            hits.push_back(Hit {
+                key: key.user_key.to_vec(),
+                value: value.to_vec(),
+                seq: key.seq,
+                source: Source::Table {
+                    level: candidate.level,
+                    run: candidate.run,
+                    check_own,
+                },
+            });
+        }
+    })?;
+    stats.blocks_matched += u64::from(matched);
+    Ok(matched)
 }

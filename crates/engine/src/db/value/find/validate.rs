@@ -13,33 +13,12 @@
 
 use sift_filter::KeyHash;
 
-use super::FindStats;
 use super::read::{Hit, Source};
 use crate::db::counters::Shard;
 use crate::db::read::{NewerThan, PointLookup};
 use crate::db::{Inner, SuperVersion};
 use crate::error::Result;
 use crate::key::{ParsedKey, SeqNo};
-
-/// The hits no newer version hides, as `(key, value)` in key order.
-pub(super) fn newest(
-    current: &SuperVersion,
-    hits: Vec<Hit>,
-    seq: SeqNo,
-    counters: &Shard,
-    stats: &mut FindStats,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut results = Vec::with_capacity(hits.len());
-    let mut scratch = Vec::new();
-    for hit in hits {
-        stats.entries_validated += 1;
-        if !shadowed(current, &hit, seq, counters, &mut scratch)? {
-            results.push((hit.key, hit.value));
-        }
-    }
-    results.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(results)
-}
 
 /// Whether a source newer than `hit`'s holds a version of its key visible
 /// at `seq`, counting its filter probes in `counters`. `scratch` is
