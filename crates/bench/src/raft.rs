@@ -202,6 +202,8 @@ async fn measure(args: &Args, setup: &str) -> anyhow::Result<Vec<f64>> {
 
 /// Runs the setups, interleaved, and prints the table.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    // As `sift serve` runs its nodes.
+    sift_raft::malloc::tune_for_node();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

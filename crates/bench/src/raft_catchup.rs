@@ -108,6 +108,17 @@ async fn peak_growth<T>(
     Ok((out, reset.ok().map(|()| peak.saturating_sub(before))))
 }
 
+/// Finds up to `limit` records of one group, in pages, as a client that
+/// does not hold the whole answer reads them; how many.
+async fn find_group(client: &Client, limit: usize) -> anyhow::Result<usize> {
+    let mut pages = client.find_pages("g", b"3", limit);
+    let mut found = 0;
+    while let Some(page) = pages.next_page().await? {
+        found += page.len();
+    }
+    Ok(found)
+}
+
 /// Writes `count` records from `clients` concurrent writers.
 async fn load(client: &Client, args: &Args, count: u64) -> anyhow::Result<()> {
     let mut writers = tokio::task::JoinSet::new();
@@ -247,8 +258,7 @@ async fn measure(args: &Args) -> anyhow::Result<()> {
         "the scan saw {} of {count} records",
         scanned.0
     );
-    let (found, find_peak) =
-        peak_growth(async { Ok(client.find("g", b"3", args.find_limit).await?.len()) }).await?;
+    let (found, find_peak) = peak_growth(find_group(&client, args.find_limit)).await?;
     let (rss, _) = memory()?;
 
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
@@ -290,6 +300,8 @@ async fn measure(args: &Args) -> anyhow::Result<()> {
 
 /// Runs the measurement once and prints it.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    // As `sift serve` runs its node.
+    sift_raft::malloc::tune_for_node();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -334,7 +346,7 @@ async fn measure_memory(args: &Args) -> anyhow::Result<()> {
     peak(&format!("one node, full scan of {count} records"), before)?;
     std::fs::write("/proc/self/clear_refs", "5")?;
     let (before, _) = memory()?;
-    let found = client.find("g", b"3", args.find_limit).await?.len();
+    let found = find_group(&client, args.find_limit).await?;
     peak(
         &format!(
             "one node, find (limit {}): {found} records",

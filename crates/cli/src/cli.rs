@@ -116,6 +116,14 @@ pub struct ServeArgs {
     /// (default: every 10,000, keeping 1,000).
     #[arg(long, value_name = "N")]
     pub snapshot_every: Option<u64>,
+    /// The data's memtable size in MiB; one more may wait for its flush
+    /// (default 16).
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    pub memtable_mib: u64,
+    /// The data's block cache in MiB (default 16). The node's memory is
+    /// about 100 MiB plus twice the memtable plus the cache.
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    pub cache_mib: u64,
 }
 
 /// `sift cluster`.

@@ -405,6 +405,14 @@ fn usage_errors_exit_2() {
         .run(&[&serve[..], &["--heartbeat-ms", "0"]].concat())
         .fails_with(2);
     assert!(error.contains("--heartbeat-ms"), "{error}");
+    let error = sift
+        .run(&[&serve[..], &["--memtable-mib", "0"]].concat())
+        .fails_with(2);
+    assert!(error.contains("--memtable-mib"), "{error}");
+    let error = sift
+        .run(&[&serve[..], &["--cache-mib", "18446744073709551615"]].concat())
+        .fails_with(2);
+    assert!(error.contains("--cache-mib"), "{error}");
 }
 
 #[test]

@@ -198,7 +198,9 @@ async fn acknowledged_writes_survive_repeated_leader_kills() {
         node.child.wait().unwrap();
     }
     for (id, node) in &nodes {
-        let sm = StateMachine::open(&node.dir, &[]).await.unwrap();
+        let sm = StateMachine::open(&node.dir, &sift_raft::DataSettings::default())
+            .await
+            .unwrap();
         let held: BTreeMap<String, String> = sm
             .data()
             .scan(b"", None, usize::MAX)

@@ -403,9 +403,9 @@ async fn histories_through_real_partitions_pauses_and_kills_are_linearizable() {
     }
     match registers.check() {
         Ok(summary) => eprintln!(
-            "{seconds} s: {} operations ({} with unknown outcome), {received} snapshot \
-             transfers, faults: {counts:?}",
-            summary.operations, summary.unknown
+            "{seconds} s: {} operations ({} with unknown outcome, {} writes not applied), \
+             {received} snapshot transfers, faults: {counts:?}",
+            summary.operations, summary.unknown, summary.not_applied
         ),
         Err(violation) => panic!("{violation}"),
     }

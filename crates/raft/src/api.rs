@@ -151,11 +151,22 @@ pub enum ApiError {
     /// membership).
     #[error("invalid request: {0}")]
     Invalid(String),
-    /// The request could not be carried out now (no quorum, a node
-    /// shutting down, a network error); it may or may not have taken
+    /// The request could not be carried out now (no quorum in time, a
+    /// network error once it was sent); it may or may not have taken
     /// effect.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// The request was turned away before anything was done with it (the
+    /// node is busy, or cut off from the leader): it took no effect, and
+    /// may be sent again later.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The node has stopped serving: its Raft stopped after a failure (of
+    /// its storage, or a panic). Asking it again will not help until its
+    /// operator restarts it; a write it was given may or may not have taken
+    /// effect. (A node shutting down answers [`ApiError::Unavailable`].)
+    #[error("node stopped: {0}")]
+    Stopped(String),
     /// The node's storage failed the request: damaged data or an I/O
     /// error. Asking the same node again will not help: the client does
     /// not retry it, and the node's operator must look.

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
 use crate::codec::{decode, encode};
 use crate::command::{Command, Op, Outcome, Request, Session};
+use crate::errors::{ReadError, WriteError};
 use crate::types::NodeId;
 
 /// How long a request is retried by default: past an election.
@@ -51,13 +52,13 @@ impl Pages<'_> {
     /// The next page, or `None` after the last.
     ///
     /// # Errors
-    /// See [`ApiError`].
-    pub async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>, ApiError> {
+    /// See [`ReadError`].
+    pub async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>, ReadError> {
         let Some(read) = &mut self.read else {
             return Ok(None);
         };
-        let ReadAnswer::Page { entries, more } = self.client.call(api::READ, read).await? else {
-            return Err(ApiError::Unavailable(
+        let ReadAnswer::Page { entries, more } = self.client.read(read).await? else {
+            return Err(ReadError::Failed(
                 "a scan or find was answered otherwise".into(),
             ));
         };
@@ -78,13 +79,20 @@ impl Pages<'_> {
     }
 
     /// Every remaining entry, all held in memory.
-    async fn collect(mut self) -> Result<Vec<KeyValue>, ApiError> {
+    async fn collect(mut self) -> Result<Vec<KeyValue>, ReadError> {
         let mut entries = Vec::new();
         while let Some(page) = self.next_page().await? {
             entries.extend(page);
         }
         Ok(entries)
     }
+}
+
+/// The last answer of a request the client gave up on, and whether any of
+/// its attempts may have taken effect.
+struct GaveUp {
+    last: ApiError,
+    maybe_applied: bool,
 }
 
 /// The first key and the limit of a read that pages: a scan or a find.
@@ -172,7 +180,16 @@ impl Client {
         request: &Req,
     ) -> Result<Resp, ApiError> {
         let body = encode(request).map_err(|e| ApiError::Invalid(e.to_string()))?;
-        let unavailable = |e: reqwest::Error| ApiError::Unavailable(format!("{addr}: {e}"));
+        // A connection never made carried nothing; any other failure may
+        // have come after the node took the request.
+        let lost = |e: reqwest::Error| {
+            let why = format!("{addr}: {e}");
+            if e.is_connect() {
+                ApiError::Refused(why)
+            } else {
+                ApiError::Unavailable(why)
+            }
+        };
         let response = self
             .http
             .post(format!("http://{addr}{path}"))
@@ -180,28 +197,32 @@ impl Client {
             .body(body)
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(lost)?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(unavailable)?;
+        let bytes = response.bytes().await.map_err(lost)?;
         if !status.is_success() {
-            return Err(ApiError::Unavailable(format!(
-                "{addr}: {status}: {}",
-                String::from_utf8_lossy(&bytes)
-            )));
+            let why = format!("{addr}: {status}: {}", String::from_utf8_lossy(&bytes));
+            return Err(if status == reqwest::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::Invalid(why)
+            } else {
+                ApiError::Unavailable(why)
+            });
         }
         decode::<Result<Resp, ApiError>>(&bytes)
             .map_err(|e| ApiError::Unavailable(format!("{addr} answered: {e}")))?
     }
 
     /// Sends `request`, going to the leader a node names and retrying while
-    /// there is none or a node is unreachable, until the deadline.
+    /// a retry can succeed ([`ApiError::is_retryable`]), until the
+    /// deadline.
     async fn call<Req: Serialize, Resp: DeserializeOwned>(
         &self,
         path: &str,
         request: &Req,
-    ) -> Result<Resp, ApiError> {
+    ) -> Result<Resp, GaveUp> {
         let deadline = Instant::now() + self.retry_for;
         let mut addr = self.addr.clone();
+        let mut maybe_applied = false;
         loop {
             let error = match self.send(&addr, path, request).await {
                 Ok(answer) => return Ok(answer),
@@ -211,12 +232,14 @@ impl Client {
                     addr = leader.addr;
                     continue;
                 }
-                // Retrying cannot help.
-                Err(error @ (ApiError::Invalid(_) | ApiError::Storage(_))) => return Err(error),
                 Err(error) => error,
             };
-            if Instant::now() >= deadline {
-                return Err(error);
+            maybe_applied |= error.may_have_applied();
+            if !error.is_retryable() || Instant::now() >= deadline {
+                return Err(GaveUp {
+                    last: error,
+                    maybe_applied,
+                });
             }
             // The first node may know a newer leader by now.
             addr.clone_from(&self.addr);
@@ -230,33 +253,48 @@ impl Client {
     /// retry answers what the first attempt did.
     ///
     /// # Errors
-    /// See [`ApiError`]; [`ApiError::Unavailable`] when the session expired
-    /// ([`Outcome::SessionExpired`]): then whether the command was applied
-    /// cannot be told.
-    pub async fn write(&self, command: &Command) -> Result<Written, ApiError> {
+    /// See [`WriteError`]; [`WriteError::Unknown`] also when the session
+    /// expired ([`Outcome::SessionExpired`]).
+    pub async fn write(&self, command: &Command) -> Result<Written, WriteError> {
         let request = Request {
             session: Some(self.session.begin()),
             command: command.clone(),
         };
-        let written: Result<Written, ApiError> = self.call(api::WRITE, &request).await;
+        let written = self.call(api::WRITE, &request).await;
         if let Some(session) = request.session {
             self.session.end(session.seq);
         }
-        let written = written?;
+        let written: Written = written.map_err(|g| g.last.into_write_error(g.maybe_applied))?;
         if written.outcome == Outcome::SessionExpired {
-            return Err(ApiError::Unavailable(format!(
-                "session {:x} expired: whether the write was applied is unknown",
+            return Err(WriteError::Unknown(format!(
+                "session {:x} expired: whether the write was applied cannot be told",
                 self.session.id
             )));
         }
         Ok(written)
     }
 
+    /// Sends `read` to the leader, retrying as [`Client::call`] does.
+    async fn read(&self, read: &Read) -> Result<ReadAnswer, ReadError> {
+        self.call(api::READ, read)
+            .await
+            .map_err(|g| ReadError::from(g.last))
+    }
+
+    /// [`Client::call`] for a request of the cluster's administration.
+    async fn administer<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        request: &Req,
+    ) -> Result<Resp, ApiError> {
+        self.call(path, request).await.map_err(|g| g.last)
+    }
+
     /// Sets `key` to `value`.
     ///
     /// # Errors
-    /// See [`ApiError`].
-    pub async fn put(&self, key: &[u8], value: &[u8]) -> Result<Written, ApiError> {
+    /// See [`WriteError`].
+    pub async fn put(&self, key: &[u8], value: &[u8]) -> Result<Written, WriteError> {
         let op = Op::Put {
             key: key.to_vec(),
             value: value.to_vec(),
@@ -267,8 +305,8 @@ impl Client {
     /// Removes `key`.
     ///
     /// # Errors
-    /// See [`ApiError`].
-    pub async fn delete(&self, key: &[u8]) -> Result<Written, ApiError> {
+    /// See [`WriteError`].
+    pub async fn delete(&self, key: &[u8]) -> Result<Written, WriteError> {
         self.write(&Command::Write(vec![Op::Delete { key: key.to_vec() }]))
             .await
     }
@@ -276,14 +314,11 @@ impl Client {
     /// The value of `key`, read linearizably.
     ///
     /// # Errors
-    /// See [`ApiError`].
-    pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ApiError> {
-        match self
-            .call(api::READ, &Read::Get { key: key.to_vec() })
-            .await?
-        {
+    /// See [`ReadError`].
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ReadError> {
+        match self.read(&Read::Get { key: key.to_vec() }).await? {
             ReadAnswer::Value(value) => Ok(value),
-            _ => Err(ApiError::Unavailable("a get was answered otherwise".into())),
+            _ => Err(ReadError::Failed("a get was answered otherwise".into())),
         }
     }
 
@@ -291,13 +326,13 @@ impl Client {
     /// in memory: for a large range, [`Client::scan_pages`].
     ///
     /// # Errors
-    /// See [`ApiError`].
+    /// See [`ReadError`].
     pub async fn scan(
         &self,
         lower: &[u8],
         upper: Option<&[u8]>,
         limit: usize,
-    ) -> Result<Vec<KeyValue>, ApiError> {
+    ) -> Result<Vec<KeyValue>, ReadError> {
         self.scan_pages(lower, upper, limit).collect().await
     }
 
@@ -318,13 +353,13 @@ impl Client {
     /// `index`, in key order, all held in memory: for many, [`Client::find_pages`].
     ///
     /// # Errors
-    /// [`ApiError::Invalid`] if there is no such index; see [`ApiError`].
+    /// [`ReadError::Invalid`] if there is no such index; see [`ReadError`].
     pub async fn find(
         &self,
         index: &str,
         value: &[u8],
         limit: usize,
-    ) -> Result<Vec<KeyValue>, ApiError> {
+    ) -> Result<Vec<KeyValue>, ReadError> {
         self.find_pages(index, value, limit).collect().await
     }
 
@@ -383,7 +418,7 @@ impl Client {
             id,
             addr: addr.to_string(),
         };
-        self.call(api::ADD_LEARNER, &member).await
+        self.administer(api::ADD_LEARNER, &member).await
     }
 
     /// Makes `voters` (members or learners) the voting members.
@@ -391,17 +426,17 @@ impl Client {
     /// # Errors
     /// See [`ApiError`].
     pub async fn change_membership(&self, voters: &BTreeSet<NodeId>) -> Result<(), ApiError> {
-        self.call(api::CHANGE_MEMBERSHIP, voters).await
+        self.administer(api::CHANGE_MEMBERSHIP, voters).await
     }
 
     /// Defines value index `name` on the JSON field at `pointer` (such as
     /// `/user/name`) on every node, through the log.
     ///
     /// # Errors
-    /// [`ApiError::Invalid`] if the engine refuses the definition (a bad
+    /// [`WriteError::Invalid`] if the engine refuses the definition (a bad
     /// pointer, or the name already used for another field); see
-    /// [`ApiError`].
-    pub async fn define_index(&self, name: &str, pointer: &str) -> Result<(), ApiError> {
+    /// [`WriteError`].
+    pub async fn define_index(&self, name: &str, pointer: &str) -> Result<(), WriteError> {
         let command = Command::DefineIndex {
             name: name.to_string(),
             pointer: pointer.to_string(),
@@ -412,19 +447,19 @@ impl Client {
     /// Drops value index `name` on every node, through the log.
     ///
     /// # Errors
-    /// See [`ApiError`].
-    pub async fn drop_index(&self, name: &str) -> Result<(), ApiError> {
+    /// See [`WriteError`].
+    pub async fn drop_index(&self, name: &str) -> Result<(), WriteError> {
         let command = Command::DropIndex {
             name: name.to_string(),
         };
         self.index_change(&command).await
     }
 
-    async fn index_change(&self, command: &Command) -> Result<(), ApiError> {
+    async fn index_change(&self, command: &Command) -> Result<(), WriteError> {
         match self.write(command).await?.outcome {
             Outcome::Applied => Ok(()),
-            Outcome::Rejected { reason } => Err(ApiError::Invalid(reason)),
-            other => Err(ApiError::Unavailable(format!("{other:?}"))),
+            Outcome::Rejected { reason } => Err(WriteError::Invalid(reason)),
+            other => Err(WriteError::Failed(format!("answered {other:?}"))),
         }
     }
 
@@ -436,7 +471,7 @@ impl Client {
     /// See [`ApiError`]; [`ApiError::Invalid`] if it is not a member, or if
     /// removing it would leave no voter.
     pub async fn remove_node(&self, id: NodeId) -> Result<(), ApiError> {
-        self.call(api::REMOVE_NODE, &id).await
+        self.administer(api::REMOVE_NODE, &id).await
     }
 }
 
@@ -466,17 +501,80 @@ mod tests {
         let (addr, asked) = failing_node(ApiError::Storage("a damaged table".into())).await;
         let client = Client::new(addr).retry_for(Duration::from_secs(10));
         let answer = client.get(b"k").await;
-        assert!(matches!(answer, Err(ApiError::Storage(_))), "{answer:?}");
+        assert!(matches!(answer, Err(ReadError::Failed(_))), "{answer:?}");
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+
+        let (addr, asked) = failing_node(ApiError::Stopped("Raft stopped".into())).await;
+        let client = Client::new(addr).retry_for(Duration::from_secs(10));
+        let answer = client.get(b"k").await;
+        assert!(matches!(answer, Err(ReadError::Failed(_))), "{answer:?}");
         assert_eq!(asked.load(Ordering::Relaxed), 1);
 
         let (addr, asked) = failing_node(ApiError::Unavailable("no quorum".into())).await;
         let client = Client::new(addr).retry_for(RETRY_PAUSE * 3);
         let answer = client.get(b"k").await;
         assert!(
-            matches!(answer, Err(ApiError::Unavailable(_))),
+            matches!(answer, Err(ReadError::Unavailable(_))),
             "{answer:?}"
         );
         assert!(asked.load(Ordering::Relaxed) > 1);
+    }
+
+    /// A node that answers every write with `error`, then (after the first)
+    /// with `later`, counting the writes.
+    async fn failing_writes(error: ApiError, later: ApiError) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&asked);
+        let answer = async move || {
+            let first = counted.fetch_add(1, Ordering::Relaxed) == 0;
+            let error = if first { error.clone() } else { later.clone() };
+            encode(&Err::<(), _>(error)).unwrap()
+        };
+        let router = axum::Router::new().route(api::WRITE, axum::routing::post(answer));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        (addr, asked)
+    }
+
+    #[tokio::test]
+    async fn a_write_gives_up_as_not_applied_only_if_no_attempt_may_have_applied_it() {
+        let busy = || ApiError::Refused("busy".into());
+        let (addr, asked) = failing_writes(busy(), busy()).await;
+        let client = Client::new(addr).retry_for(RETRY_PAUSE * 3);
+        let answer = client.put(b"k", b"v").await;
+        assert!(
+            matches!(answer, Err(WriteError::NotApplied(_))),
+            "{answer:?}"
+        );
+        assert!(asked.load(Ordering::Relaxed) > 1);
+
+        // A first attempt lost after it was sent, then refusals.
+        let lost = ApiError::Unavailable("no quorum in time".into());
+        let (addr, _) = failing_writes(lost, busy()).await;
+        let client = Client::new(addr).retry_for(RETRY_PAUSE * 3);
+        let answer = client.put(b"k", b"v").await;
+        assert!(matches!(answer, Err(WriteError::Unknown(_))), "{answer:?}");
+
+        let (addr, asked) = failing_writes(ApiError::Invalid("too large".into()), busy()).await;
+        let client = Client::new(addr).retry_for(Duration::from_secs(10));
+        let answer = client.put(b"k", b"v").await;
+        assert!(matches!(answer, Err(WriteError::Invalid(_))), "{answer:?}");
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_node_that_cannot_be_reached_refuses_nothing_applied() {
+        // A port with no listener: every connection is refused.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let client = Client::new(addr).retry_for(RETRY_PAUSE * 2);
+        let answer = client.put(b"k", b"v").await;
+        assert!(
+            matches!(answer, Err(WriteError::NotApplied(_))),
+            "{answer:?}"
+        );
     }
 
     #[test]

@@ -19,12 +19,14 @@ pub mod api;
 mod client;
 mod codec;
 mod command;
+mod errors;
 mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod keys;
 pub mod linearizable;
 mod log_store;
+pub mod malloc;
 mod network;
 mod node;
 mod purge_gate;
@@ -42,11 +44,12 @@ pub use command::{
     Check, Command, MAX_COMMAND_BYTES, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES,
     Session,
 };
+pub use errors::{ReadError, WriteError};
 pub use log_store::{LogStore, MAX_APPEND_BYTES};
 pub use network::Partition;
 pub use node::{DEFAULT_HEARTBEAT_MS, Node, NodeOptions};
 pub use snapshot_file::SnapshotFile;
-pub use state_machine::{DataHandle, StateMachine};
+pub use state_machine::{DataHandle, DataSettings, StateMachine};
 pub use types::{NodeId, Raft, TypeConfig};
 
 use std::path::Path;
@@ -58,8 +61,9 @@ use openraft::StorageError;
 
 /// Opens (or creates) the log and the state machine of a node under `dir`:
 /// `dir/log` and `dir/sm`, with snapshots in `dir/snapshots`. The state
-/// machine keeps the value indexes `indexes` (every node declares the
-/// same: they are derived from the data, so they agree).
+/// machine's database is opened as `settings` say; its value indexes
+/// (every node declares the same: they are derived from the data, so they
+/// agree).
 ///
 /// The log is never purged past the current snapshot (`purge_gate`), and
 /// the data is brought up to that snapshot here if it is behind it (a crash
@@ -72,9 +76,9 @@ use openraft::StorageError;
 /// past the data and every snapshot.
 pub async fn open_storage(
     dir: &Path,
-    indexes: &[siftdb::IndexDef],
+    settings: &DataSettings,
 ) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
-    open_storage_on(Arc::new(siftdb::fs::StdFs), dir, indexes).await
+    open_storage_on(Arc::new(siftdb::fs::StdFs), dir, settings).await
 }
 
 /// [`open_storage`] on the file system `fs`: every file of the node goes
@@ -86,10 +90,10 @@ pub async fn open_storage(
 pub async fn open_storage_on(
     fs: Arc<dyn FileSystem>,
     dir: &Path,
-    indexes: &[siftdb::IndexDef],
+    settings: &DataSettings,
 ) -> Result<(LogStore, StateMachine), StorageError<NodeId>> {
     let mut log = LogStore::open_on(Arc::clone(&fs), &dir.join("log"))?;
-    let mut sm = StateMachine::open_on(fs, dir, indexes).await?;
+    let mut sm = StateMachine::open_on(fs, dir, settings).await?;
     sm.catch_up_to_snapshot().await?;
     if let Some(purged) = log.purged_index()?
         && sm.applied_index() < Some(purged)

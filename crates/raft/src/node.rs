@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use openraft::error::{ClientWriteError, RaftError};
+use openraft::error::{ClientWriteError, Fatal, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -18,7 +18,7 @@ use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Wri
 use crate::codec::{decode, encode};
 use crate::command::Request;
 use crate::network::{FROM, Network, Partition};
-use crate::state_machine::DataHandle;
+use crate::state_machine::{DataHandle, DataSettings};
 use crate::types::{NodeId, Raft};
 
 /// How long a write or read waits to be committed (or confirmed by a
@@ -37,9 +37,9 @@ pub struct NodeOptions {
     pub dir: PathBuf,
     /// openraft's settings (timeouts, snapshot policy).
     pub config: Config,
-    /// Value indexes of the state machine (every node must declare the
-    /// same).
-    pub value_indexes: Vec<siftdb::IndexDef>,
+    /// How the state machine's database is opened: its value indexes
+    /// (every node must declare the same) and its memory.
+    pub data: DataSettings,
     /// The most client requests (writes and reads) served at once; more
     /// are answered [`ApiError::Unavailable`] at once, and the client backs
     /// off, rather than queued without bound.
@@ -81,7 +81,7 @@ impl NodeOptions {
             listen,
             dir: dir.into(),
             config,
-            value_indexes: Vec::new(),
+            data: DataSettings::default(),
             max_client_requests: 256,
             client_request_timeout: Duration::from_secs(60),
         }
@@ -167,7 +167,7 @@ impl Node {
         let addr = listener
             .local_addr()
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-        let (log, sm) = crate::open_storage(&options.dir, &options.value_indexes)
+        let (log, sm) = crate::open_storage(&options.dir, &options.data)
             .await
             .map_err(|e| ApiError::Unavailable(format!("{}: {e}", options.dir.display())))?;
         let (data, snapshot_transfers) = (sm.data(), sm.snapshot_transfers());
@@ -284,6 +284,7 @@ impl Shared {
                 let leader = leader(to.leader_id, to.leader_node.as_ref());
                 self.forward(api::WRITE, &request, leader, forward).await
             }
+            Err(RaftError::Fatal(fatal)) => Err(stopped(&fatal)),
             Err(e) => Err(ApiError::Unavailable(e.to_string())),
         }
     }
@@ -294,12 +295,13 @@ impl Shared {
             .await
             .map_err(|_| not_committed())?;
         if let Err(e) = confirmed {
-            return match e.forward_to_leader() {
-                Some(to) => {
+            return match (e.forward_to_leader(), &e) {
+                (Some(to), _) => {
                     let leader = leader(to.leader_id, to.leader_node.as_ref());
                     self.forward(api::READ, &read, leader, forward).await
                 }
-                None => Err(ApiError::Unavailable(e.to_string())),
+                (None, RaftError::Fatal(fatal)) => Err(stopped(fatal)),
+                (None, _) => Err(ApiError::Unavailable(e.to_string())),
             };
         }
         // The engine's reads block (a scan page reads up to 4 MiB): on
@@ -322,7 +324,7 @@ impl Shared {
             return Err(ApiError::NotLeader { leader });
         };
         if self.partition.blocks(to.id) {
-            return Err(ApiError::Unavailable(format!(
+            return Err(ApiError::Refused(format!(
                 "the leader, node {}, is cut off",
                 to.id
             )));
@@ -337,7 +339,15 @@ impl Shared {
             .body(body)
             .send()
             .await
-            .map_err(|e| ApiError::Unavailable(format!("forwarding to node {}: {e}", to.id)))?;
+            .map_err(|e| {
+                let why = format!("forwarding to node {}: {e}", to.id);
+                // A connection never made carried nothing.
+                if e.is_connect() {
+                    ApiError::Refused(why)
+                } else {
+                    ApiError::Unavailable(why)
+                }
+            })?;
         let bytes = response
             .bytes()
             .await
@@ -484,6 +494,15 @@ fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
                 more,
             })
         }
+    }
+}
+
+/// The answer to a request that met Raft stopped: a node shutting down
+/// may be asked again once it is back, one stopped by a failure not.
+fn stopped(fatal: &Fatal<NodeId>) -> ApiError {
+    match fatal {
+        Fatal::Stopped => ApiError::Unavailable("the node is shutting down".into()),
+        failure => ApiError::Stopped(failure.to_string()),
     }
 }
 

@@ -9,10 +9,11 @@
 //! it saw all of it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::api::ApiError;
+use crate::errors::{ReadError, WriteError};
 use crate::linearizable::{self, Answer, Call, Operation};
 use crate::{Check, Client, Command, Op, Outcome};
 
@@ -68,6 +69,8 @@ pub struct Registers {
     /// What no client may ever be answered: a damaged value, an error
     /// that says the request itself was wrong.
     faults: Mutex<Vec<String>>,
+    /// Writes answered "not applied", left out of the histories.
+    not_applied: AtomicUsize,
 }
 
 /// What [`Registers::check`] found in histories that are linearizable.
@@ -77,6 +80,10 @@ pub struct Summary {
     pub operations: usize,
     /// Those whose outcome is unknown (every retry failed).
     pub unknown: usize,
+    /// Writes answered "not applied" (every attempt turned away), left
+    /// out of the histories: one that took effect after all would leave a
+    /// read unexplained.
+    pub not_applied: usize,
 }
 
 impl Registers {
@@ -89,6 +96,7 @@ impl Registers {
             start: Instant::now(),
             by_key: Mutex::default(),
             faults: Mutex::default(),
+            not_applied: AtomicUsize::new(0),
         }
     }
 
@@ -147,9 +155,9 @@ impl Registers {
                                 Answer::Unknown
                             }
                         },
-                        Err(e) => self.unknown(e),
+                        Err(e) => self.read_failed(e),
                     };
-                    (Call::Read, answer)
+                    (Call::Read, Some(answer))
                 }
                 4..=6 => {
                     let written = client.put(&key(k), &value(id, len)).await;
@@ -180,15 +188,20 @@ impl Registers {
                 }
             };
             let answered = self.now();
-            self.record(
-                k,
-                Operation {
-                    call,
-                    answer,
-                    called,
-                    answered,
-                },
-            );
+            // A write the client was told had no effect stays out of the
+            // history: if it took effect after all, a read of it will not
+            // be explained.
+            if let Some(answer) = answer {
+                self.record(
+                    k,
+                    Operation {
+                        call,
+                        answer,
+                        called,
+                        answered,
+                    },
+                );
+            }
             done += 1;
         }
         done
@@ -199,7 +212,7 @@ impl Registers {
     ///
     /// # Errors
     /// The read's, if it fails after its retries.
-    pub async fn read_every_key(&self, addr: &str) -> Result<(), ApiError> {
+    pub async fn read_every_key(&self, addr: &str) -> Result<(), ReadError> {
         let client = Client::new(addr).retry_for(self.retry_for.max(Duration::from_secs(10)));
         for k in 0..self.keys {
             let called = self.now();
@@ -245,13 +258,15 @@ impl Registers {
         Ok(Summary {
             operations: all().count(),
             unknown: all().filter(|op| op.answer == Answer::Unknown).count(),
+            not_applied: self.not_applied.load(Ordering::Relaxed),
         })
     }
 
-    /// The answer a write's result gives.
-    fn answer_of(&self, written: Result<crate::api::Written, ApiError>) -> Answer<u64> {
+    /// The answer a write's result gives; `None` for a write that was not
+    /// applied.
+    fn answer_of(&self, written: Result<crate::api::Written, WriteError>) -> Option<Answer<u64>> {
         match written {
-            Ok(written) => match written.outcome {
+            Ok(written) => Some(match written.outcome {
                 Outcome::Applied => Answer::Done,
                 Outcome::Conflict { .. } => Answer::Conflict,
                 // The write's fate cannot be told.
@@ -260,15 +275,24 @@ impl Registers {
                     self.fault(format!("a write answered {other:?}"));
                     Answer::Unknown
                 }
-            },
-            Err(e) => self.unknown(e),
+            }),
+            Err(WriteError::NotApplied(_)) => {
+                self.not_applied.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Err(WriteError::Unknown(_)) => Some(Answer::Unknown),
+            // Only an unavailable cluster may fail a valid write.
+            Err(e @ (WriteError::Invalid(_) | WriteError::Failed(_))) => {
+                self.fault(e.to_string());
+                Some(Answer::Unknown)
+            }
         }
     }
 
-    /// An operation that failed after every retry: it may have taken
-    /// effect. Only an unavailable cluster may fail it.
-    fn unknown(&self, e: ApiError) -> Answer<u64> {
-        if !matches!(e, ApiError::Unavailable(_) | ApiError::NotLeader { .. }) {
+    /// A read that failed after every retry. Only an unavailable cluster
+    /// may fail it.
+    fn read_failed(&self, e: ReadError) -> Answer<u64> {
+        if !matches!(e, ReadError::Unavailable(_)) {
             self.fault(e.to_string());
         }
         Answer::Unknown
@@ -328,7 +352,8 @@ mod tests {
             registers.check(),
             Ok(Summary {
                 operations: 2,
-                unknown: 0
+                unknown: 0,
+                not_applied: 0,
             })
         );
         registers.record(0, op(Call::Read, Answer::Value(None), 4, 5));
@@ -336,7 +361,7 @@ mod tests {
 
         let registers = Registers::new(1, Duration::ZERO);
         assert_eq!(
-            registers.unknown(ApiError::Storage("damaged".into())),
+            registers.read_failed(ReadError::Failed("damaged".into())),
             Answer::Unknown
         );
         assert!(registers.check().unwrap_err().contains("damaged"));

@@ -51,17 +51,20 @@ pub(crate) fn router(node: Arc<Shared>) -> Router {
 }
 
 /// Serves a client request if a permit is free, within the deadline;
-/// otherwise answers [`ApiError::Unavailable`] (the client backs off and
-/// retries; a write cut short may still take effect, as after any timeout).
+/// otherwise answers [`ApiError::Refused`] (the client backs off and
+/// retries), or past the deadline [`ApiError::Unavailable`] (a write cut
+/// short may still take effect, as after any timeout).
 async fn admit(State(node): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let refused = |why: String| answer(&Err::<(), _>(ApiError::Unavailable(why)));
     let Ok(_permit) = node.client_requests.try_acquire() else {
-        return refused("the node is busy: too many requests at once".into());
+        let busy = ApiError::Refused("the node is busy: too many requests at once".into());
+        return answer(&Err::<(), _>(busy));
     };
     let deadline = node.client_request_timeout;
     match tokio::time::timeout(deadline, next.run(request)).await {
         Ok(response) => response,
-        Err(_) => refused(format!("the request took longer than {deadline:?}")),
+        Err(_) => answer(&Err::<(), _>(ApiError::Unavailable(format!(
+            "the request took longer than {deadline:?}"
+        )))),
     }
 }
 

@@ -26,7 +26,7 @@ use crate::keys;
 use crate::log_store::io_error;
 use crate::purge_gate::PurgeGate;
 use crate::snapshot_file::SnapshotFile;
-use crate::state_machine::{DataHandle, open_data};
+use crate::state_machine::{DataHandle, DataSettings, open_data};
 use crate::types::{NodeId, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
@@ -198,12 +198,12 @@ impl Snapshots {
 
     /// Checkpoints `db`, packs the copy, and makes it the current snapshot
     /// (unless a newer one became current meanwhile: then that one is
-    /// returned). The copy is opened with `db`'s value indexes, `indexes`:
-    /// a custom extractor's function is needed to open it.
+    /// returned). The copy is opened as `db` is, with `settings`: a custom
+    /// extractor's function is needed to open it.
     async fn build(
         self: &Arc<Self>,
         db: Arc<Db>,
-        indexes: Vec<siftdb::IndexDef>,
+        settings: DataSettings,
     ) -> StorageResult<Snapshot<TypeConfig>> {
         let n = self.number();
         let (work, tar) = (self.dir.join(format!("build-{n}")), self.tar(n));
@@ -213,7 +213,7 @@ impl Snapshots {
             // What the copy holds, read from the copy: applies go on while
             // it is taken, so the live state machine may be ahead of it.
             let applied = {
-                let copy = open_data(&fs, &work, &indexes).map_err(|e| e.to_string())?;
+                let copy = open_data(&fs, &work, &settings).map_err(|e| e.to_string())?;
                 read_applied(&copy)?
             };
             pack(fs.as_ref(), &work, &tar).map_err(|e| e.to_string())?;
@@ -251,14 +251,14 @@ impl Snapshots {
 pub struct SnapshotBuilder {
     pub(crate) data: DataHandle,
     pub(crate) snapshots: Arc<Snapshots>,
-    /// The value indexes the state machine declares.
-    pub(crate) indexes: Vec<siftdb::IndexDef>,
+    /// How the state machine opens its data.
+    pub(crate) settings: DataSettings,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
         self.snapshots
-            .build(self.data.db(), self.indexes.clone())
+            .build(self.data.db(), self.settings.clone())
             .await
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use sift_raft::api::{ApiError, Status};
-use sift_raft::{Client, NodeId};
+use sift_raft::{Client, NodeId, ReadError, WriteError};
 
 mod common;
 
@@ -113,7 +113,7 @@ async fn a_partitioned_minority_cannot_acknowledge_writes() {
     assert!(
         matches!(
             refused,
-            Err(ApiError::Unavailable(_) | ApiError::NotLeader { .. })
+            Err(WriteError::Unknown(_) | WriteError::NotApplied(_))
         ),
         "{refused:?}"
     );
@@ -178,7 +178,7 @@ async fn a_transaction_is_one_entry_that_applies_only_if_its_reads_still_hold() 
     let long = vec![b'k'; sift_raft::MAX_KEY_LEN + 1];
     assert!(matches!(
         client.put(&long, b"v").await,
-        Err(ApiError::Invalid(_))
+        Err(WriteError::Invalid(_))
     ));
 }
 
@@ -255,7 +255,7 @@ async fn find_searches_by_value_through_any_node() {
             .is_empty()
     );
     let missing = cluster.client(3).find("size", b"L", 10).await;
-    assert!(matches!(missing, Err(ApiError::Invalid(_))), "{missing:?}");
+    assert!(matches!(missing, Err(ReadError::Invalid(_))), "{missing:?}");
 }
 
 /// The keys of `pages`, each page checked against the bound on its bytes;
@@ -433,10 +433,10 @@ async fn an_index_defined_through_the_log_reaches_every_node() {
         .unwrap();
     let other_field = cluster.client(1).define_index("size", "/weight").await;
     assert!(
-        matches!(other_field, Err(ApiError::Invalid(_))),
+        matches!(other_field, Err(WriteError::Invalid(_))),
         "{other_field:?}"
     );
     cluster.client(2).drop_index("size").await.unwrap();
     let dropped = cluster.client(3).find("size", b"L", 10).await;
-    assert!(matches!(dropped, Err(ApiError::Invalid(_))), "{dropped:?}");
+    assert!(matches!(dropped, Err(ReadError::Invalid(_))), "{dropped:?}");
 }

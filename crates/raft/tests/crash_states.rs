@@ -59,9 +59,13 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn open(fs: &FaultInjectionFs, what: &str) -> (LogStore, StateMachine) {
-    sift_raft::open_storage_on(Arc::new(fs.clone()), Path::new(DIR), &[])
-        .await
-        .unwrap_or_else(|e| panic!("{what}: the node does not start: {e}"))
+    sift_raft::open_storage_on(
+        Arc::new(fs.clone()),
+        Path::new(DIR),
+        &sift_raft::DataSettings::default(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{what}: the node does not start: {e}"))
 }
 
 /// Crash images drawn at sync points, each with the count of entries

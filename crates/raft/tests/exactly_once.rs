@@ -23,7 +23,10 @@ impl Applier {
     fn new(runtime: &tokio::runtime::Runtime) -> Self {
         let dir = TempDir::new().unwrap();
         let (_log, sm) = runtime
-            .block_on(sift_raft::open_storage(dir.path(), &[]))
+            .block_on(sift_raft::open_storage(
+                dir.path(),
+                &sift_raft::DataSettings::default(),
+            ))
             .unwrap();
         Self {
             sm,

@@ -122,8 +122,9 @@ async fn histories_under_kills_and_partitions_are_linearizable() {
     );
     match registers.check() {
         Ok(summary) => eprintln!(
-            "{seconds} s: {} operations ({} with unknown outcome), faults: {faults:?}",
-            summary.operations, summary.unknown
+            "{seconds} s: {} operations ({} with unknown outcome, {} writes not applied), \
+             faults: {faults:?}",
+            summary.operations, summary.unknown, summary.not_applied
         ),
         Err(violation) => panic!("{violation}"),
     }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use sift_raft::api::ApiError;
+use sift_raft::ReadError;
 use sift_raft::{Client, Node, NodeOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -26,7 +26,9 @@ async fn a_stalled_upload_holds_the_only_permit_until_the_deadline() {
 
     let once = Client::new(addr.to_string()).retry_for(Duration::ZERO);
     match once.get(b"k").await {
-        Err(ApiError::Unavailable(why)) => assert!(why.contains("busy"), "{why}"),
+        Err(ReadError::Unavailable(why)) => {
+            assert!(why.contains("refused: the node is busy"), "{why}")
+        }
         other => panic!("expected a busy node, got {other:?}"),
     }
 
@@ -41,7 +43,7 @@ async fn a_stalled_upload_holds_the_only_permit_until_the_deadline() {
     assert!(answer.contains("longer than"), "{answer}");
     match once.get(b"k").await {
         // Not a member of any cluster yet: no leader to ask.
-        Err(ApiError::NotLeader { leader: None }) => {}
+        Err(ReadError::Unavailable(why)) if why.contains("not the leader") => {}
         other => panic!("expected to be admitted, got {other:?}"),
     }
     node.shutdown().await;

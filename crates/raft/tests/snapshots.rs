@@ -26,9 +26,10 @@ fn words() -> IndexDef {
 fn a_state_machine_with_a_custom_index_builds_a_snapshot() {
     let dir = TempDir::new().unwrap();
     runtime().block_on(async {
-        let (_log, mut sm) = sift_raft::open_storage(dir.path(), &[words()])
-            .await
-            .unwrap();
+        let (_log, mut sm) =
+            sift_raft::open_storage(dir.path(), &sift_raft::DataSettings::indexed(vec![words()]))
+                .await
+                .unwrap();
         let log_id = LogId::new(CommittedLeaderId::new(1, 0), 1);
         let put = Command::Write(vec![Op::Put {
             key: b"k".to_vec(),
@@ -59,7 +60,10 @@ fn a_restarted_transfer_leaves_no_partial_file_behind() {
             .count()
     };
     runtime().block_on(async {
-        let (_log, mut sm) = sift_raft::open_storage(dir.path(), &[]).await.unwrap();
+        let (_log, mut sm) =
+            sift_raft::open_storage(dir.path(), &sift_raft::DataSettings::default())
+                .await
+                .unwrap();
         for _ in 0..3 {
             let _file = sm.begin_receiving_snapshot().await.unwrap();
         }
@@ -99,7 +103,10 @@ fn a_node_that_crashes_during_an_install_starts_again_at_the_snapshot() {
     use openraft::storage::RaftLogStorage;
     let (leader, follower) = (TempDir::new().unwrap(), TempDir::new().unwrap());
     let snapshot = runtime().block_on(async {
-        let (_log, mut sm) = sift_raft::open_storage(leader.path(), &[]).await.unwrap();
+        let (_log, mut sm) =
+            sift_raft::open_storage(leader.path(), &sift_raft::DataSettings::default())
+                .await
+                .unwrap();
         apply_puts(&mut sm, 10).await;
         sm.get_snapshot_builder()
             .await
@@ -109,7 +116,10 @@ fn a_node_that_crashes_during_an_install_starts_again_at_the_snapshot() {
     });
     let covered = snapshot.meta.last_log_id.unwrap();
     runtime().block_on(async {
-        let (mut log, mut sm) = sift_raft::open_storage(follower.path(), &[]).await.unwrap();
+        let (mut log, mut sm) =
+            sift_raft::open_storage(follower.path(), &sift_raft::DataSettings::default())
+                .await
+                .unwrap();
         apply_puts(&mut sm, 3).await;
         let mut received = sm.begin_receiving_snapshot().await.unwrap();
         let mut source = snapshot.snapshot;
@@ -131,7 +141,10 @@ fn a_node_that_crashes_during_an_install_starts_again_at_the_snapshot() {
         // The crash: whatever the install had left to do is dropped.
     });
     runtime().block_on(async {
-        let (mut log, mut sm) = sift_raft::open_storage(follower.path(), &[]).await.unwrap();
+        let (mut log, mut sm) =
+            sift_raft::open_storage(follower.path(), &sift_raft::DataSettings::default())
+                .await
+                .unwrap();
         assert_eq!(sm.data().get(b"key-10").unwrap(), Some(b"v".to_vec()));
         let (applied, _) = sm.applied_state().await.unwrap();
         let purged = log.get_log_state().await.unwrap().last_purged_log_id;

@@ -18,7 +18,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, TempDir> for SiftBuilder {
                 e,
             )
         })?;
-        let (log, sm) = sift_raft::open_storage(dir.path(), &[]).await?;
+        let (log, sm) =
+            sift_raft::open_storage(dir.path(), &sift_raft::DataSettings::default()).await?;
         Ok((dir, log, sm))
     }
 }

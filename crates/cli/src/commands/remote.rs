@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
-use sift_raft::Client;
 use sift_raft::api::{ApiError, Status};
+use sift_raft::{Client, ReadError, WriteError};
 
 use super::import::pointer;
 use crate::cli::{ClusterCommand, ClusterIndexCommand, Command, FindMethod, ScanArgs};
@@ -21,12 +21,37 @@ pub fn runtime() -> Outcome<tokio::runtime::Runtime> {
         .map_err(|e| Failure::storage(format!("cannot start the async runtime: {e}")))
 }
 
+/// A cluster's error: whether it says the request itself was invalid.
+pub trait ClusterError: std::fmt::Display {
+    /// Whether the request was refused as invalid.
+    fn invalid(&self) -> bool;
+}
+
+impl ClusterError for ApiError {
+    fn invalid(&self) -> bool {
+        matches!(self, Self::Invalid(_))
+    }
+}
+
+impl ClusterError for WriteError {
+    fn invalid(&self) -> bool {
+        matches!(self, Self::Invalid(_))
+    }
+}
+
+impl ClusterError for ReadError {
+    fn invalid(&self) -> bool {
+        matches!(self, Self::Invalid(_))
+    }
+}
+
 /// A cluster's error as a command's failure: an invalid request is a usage
 /// error (exit 2), the rest storage (exit 3).
-pub fn failure(error: ApiError) -> Failure {
-    match error {
-        ApiError::Invalid(_) => Failure::usage(error.to_string()),
-        error => Failure::storage(error.to_string()),
+pub fn failure(error: impl ClusterError) -> Failure {
+    if error.invalid() {
+        Failure::usage(error.to_string())
+    } else {
+        Failure::storage(error.to_string())
     }
 }
 

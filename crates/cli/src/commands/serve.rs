@@ -24,6 +24,19 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
             "--snapshot-every must be a positive integer",
         ));
     }
+    if args.memtable_mib == 0 {
+        return Err(Failure::usage("--memtable-mib must be a positive integer"));
+    }
+    let bytes = |flag: &str, mib: u64| {
+        mib.checked_mul(1 << 20)
+            .and_then(|bytes| usize::try_from(bytes).ok())
+            .ok_or_else(|| Failure::usage(format!("{flag} {mib} is too large")))
+    };
+    let (memtable_bytes, cache_bytes) = (
+        bytes("--memtable-mib", args.memtable_mib)?,
+        bytes("--cache-mib", args.cache_mib)?,
+    );
+    sift_raft::malloc::tune_for_node();
     let value_indexes = args
         .indexes
         .iter()
@@ -36,7 +49,9 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
         .collect::<Outcome<Vec<_>>>()?;
     runtime()?.block_on(async {
         let mut options = NodeOptions::new(args.id, args.listen, db).heartbeat(args.heartbeat_ms);
-        options.value_indexes = value_indexes;
+        options.data.indexes = value_indexes;
+        options.data.memtable_bytes = memtable_bytes;
+        options.data.cache_bytes = cache_bytes as u64;
         if let Some(entries) = args.snapshot_every {
             options = options.snapshot_every(entries);
         }

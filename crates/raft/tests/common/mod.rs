@@ -72,7 +72,7 @@ impl Cluster {
             openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_every);
         options.config.max_in_snapshot_log_to_keep = 0;
         let color = siftdb::Extractor::json_field("/color");
-        options.value_indexes = vec![siftdb::IndexDef::new("color", color)];
+        options.data.indexes = vec![siftdb::IndexDef::new("color", color)];
         // A stopped node's storage closes when the last reader of it is
         // gone (a read or snapshot build may still be under way): until
         // then its databases are locked.
