@@ -372,10 +372,11 @@ pub struct DataSettings {
 impl Default for DataSettings {
     /// No value index; a 16 MiB memtable (and one frozen) and a 16 MiB
     /// cache. The engine's defaults (up to three 32 MiB memtables and a
-    /// 64 MiB cache) made a node loaded with 1 GiB peak at 248 MiB during
-    /// a full scan, against 152 MiB with these (`docs/benchmarks.md`):
-    /// a node's writes come one log entry at a time and its scans in
-    /// pages, and the OS's page cache holds recent table data besides.
+    /// 64 MiB cache) would let the data alone take 160 MiB; with these, a
+    /// node loaded with 1 GiB peaks at about 160 MiB in all during a full
+    /// scan (`docs/benchmarks.md`). A node's writes come one log entry at a
+    /// time and its scans in pages, and the OS's page cache holds recent
+    /// table data besides.
     fn default() -> Self {
         Self {
             indexes: Vec::new(),
