@@ -180,16 +180,7 @@ impl Client {
         request: &Req,
     ) -> Result<Resp, ApiError> {
         let body = encode(request).map_err(|e| ApiError::Invalid(e.to_string()))?;
-        // A connection never made carried nothing; any other failure may
-        // have come after the node took the request.
-        let lost = |e: reqwest::Error| {
-            let why = format!("{addr}: {e}");
-            if e.is_connect() {
-                ApiError::Refused(why)
-            } else {
-                ApiError::Unavailable(why)
-            }
-        };
+        let lost = |e: reqwest::Error| ApiError::in_transit(addr, &e);
         let response = self
             .http
             .post(format!("http://{addr}{path}"))
@@ -557,6 +548,24 @@ mod tests {
         assert!(matches!(answer, Err(WriteError::Unknown(_))), "{answer:?}");
 
         let (addr, asked) = failing_writes(ApiError::Invalid("too large".into()), busy()).await;
+        let client = Client::new(addr).retry_for(Duration::from_secs(10));
+        let answer = client.put(b"k", b"v").await;
+        assert!(matches!(answer, Err(WriteError::Invalid(_))), "{answer:?}");
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_request_too_large_for_the_node_is_invalid_and_not_retried() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&asked);
+        let too_large = async move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE
+        };
+        let router = axum::Router::new().route(api::WRITE, axum::routing::post(too_large));
+        tokio::spawn(async move { axum::serve(listener, router).await });
         let client = Client::new(addr).retry_for(Duration::from_secs(10));
         let answer = client.put(b"k", b"v").await;
         assert!(matches!(answer, Err(WriteError::Invalid(_))), "{answer:?}");

@@ -50,6 +50,18 @@ pub enum ReadError {
 }
 
 impl ApiError {
+    /// A request that failed on its way to another node (`to`, and why):
+    /// a connection never made carried nothing; any other failure may have
+    /// come after the node took the request.
+    pub(crate) fn in_transit(to: &str, error: &reqwest::Error) -> Self {
+        let why = format!("{to}: {error}");
+        if error.is_connect() {
+            Self::Refused(why)
+        } else {
+            Self::Unavailable(why)
+        }
+    }
+
     /// Whether asking again (the same node, or the leader it names) can
     /// succeed.
     pub(crate) fn is_retryable(&self) -> bool {

@@ -339,19 +339,11 @@ impl Shared {
             .body(body)
             .send()
             .await
-            .map_err(|e| {
-                let why = format!("forwarding to node {}: {e}", to.id);
-                // A connection never made carried nothing.
-                if e.is_connect() {
-                    ApiError::Refused(why)
-                } else {
-                    ApiError::Unavailable(why)
-                }
-            })?;
+            .map_err(|e| ApiError::in_transit(&format!("forwarding to node {}", to.id), &e))?;
         let bytes = response
             .bytes()
             .await
-            .map_err(|e| ApiError::Unavailable(format!("forwarding to node {}: {e}", to.id)))?;
+            .map_err(|e| ApiError::in_transit(&format!("forwarding to node {}", to.id), &e))?;
         decode::<Result<Resp, ApiError>>(&bytes)
             .map_err(|e| ApiError::Unavailable(format!("node {} answered: {e}", to.id)))?
     }
