@@ -472,19 +472,31 @@ mod tests {
 
     use super::*;
 
-    /// A node that answers every read with `error`, and counts the reads.
-    async fn failing_node(error: ApiError) -> (String, Arc<AtomicUsize>) {
+    /// A node that answers the `n`-th request (from 0) to `path` with
+    /// `answer(n)`, and counts the requests.
+    async fn fake_node<R: axum::response::IntoResponse + Send + 'static>(
+        path: &str,
+        answer: impl Fn(usize) -> R + Clone + Send + Sync + 'static,
+    ) -> (String, Arc<AtomicUsize>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let asked = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&asked);
-        let answer = async move || {
-            counted.fetch_add(1, Ordering::Relaxed);
-            encode(&Err::<(), _>(error.clone())).unwrap()
+        let handler = move || {
+            let response = answer(counted.fetch_add(1, Ordering::Relaxed));
+            async move { response }
         };
-        let router = axum::Router::new().route(api::READ, axum::routing::post(answer));
+        let router = axum::Router::new().route(path, axum::routing::post(handler));
         tokio::spawn(async move { axum::serve(listener, router).await });
         (addr, asked)
+    }
+
+    /// A node that answers every read with `error`, and counts the reads.
+    async fn failing_node(error: ApiError) -> (String, Arc<AtomicUsize>) {
+        fake_node(api::READ, move |_| {
+            encode(&Err::<(), _>(error.clone())).unwrap()
+        })
+        .await
     }
 
     #[tokio::test]
@@ -514,18 +526,11 @@ mod tests {
     /// A node that answers every write with `error`, then (after the first)
     /// with `later`, counting the writes.
     async fn failing_writes(error: ApiError, later: ApiError) -> (String, Arc<AtomicUsize>) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let asked = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&asked);
-        let answer = async move || {
-            let first = counted.fetch_add(1, Ordering::Relaxed) == 0;
-            let error = if first { error.clone() } else { later.clone() };
+        fake_node(api::WRITE, move |n| {
+            let error = if n == 0 { error.clone() } else { later.clone() };
             encode(&Err::<(), _>(error)).unwrap()
-        };
-        let router = axum::Router::new().route(api::WRITE, axum::routing::post(answer));
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        (addr, asked)
+        })
+        .await
     }
 
     #[tokio::test]
@@ -556,16 +561,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_too_large_for_the_node_is_invalid_and_not_retried() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let asked = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&asked);
-        let too_large = async move || {
-            counted.fetch_add(1, Ordering::Relaxed);
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE
-        };
-        let router = axum::Router::new().route(api::WRITE, axum::routing::post(too_large));
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let too_large = |_| axum::http::StatusCode::PAYLOAD_TOO_LARGE;
+        let (addr, asked) = fake_node(api::WRITE, too_large).await;
         let client = Client::new(addr).retry_for(Duration::from_secs(10));
         let answer = client.put(b"k", b"v").await;
         assert!(matches!(answer, Err(WriteError::Invalid(_))), "{answer:?}");
