@@ -72,3 +72,45 @@ fn a_checkpoint_never_overwrites_a_database() {
     let other = Db::open(dir.path().join("other")).unwrap();
     assert_eq!(other.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+#[test]
+fn a_checkpoint_links_the_tables_and_keeps_them_when_the_database_drops_them() {
+    use std::os::unix::fs::MetadataExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::builder(dir.path().join("db"))
+        .memtable_bytes(16 << 10)
+        .table_target_bytes(16 << 10)
+        // Nothing deletes a table between the checkpoint and the check.
+        .background_threads(false)
+        .open()
+        .unwrap();
+    for i in 0..2_000u32 {
+        db.insert(format!("key{i:05}"), format!("value{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    let before = all(&db);
+    let copy_dir = dir.path().join("copy");
+    db.checkpoint(&copy_dir).unwrap();
+    let tables: Vec<_> = std::fs::read_dir(&copy_dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    assert!(!tables.is_empty());
+    for table in &tables {
+        let original = dir.path().join("db").join(table.file_name().unwrap());
+        let (copy, original) = (table.metadata().unwrap(), original.metadata().unwrap());
+        assert_eq!(copy.ino(), original.ino(), "{} is not a link", table.display());
+    }
+    // The database rewrites and deletes every table it had: the copy's
+    // names keep them.
+    for i in 0..2_000u32 {
+        db.remove(format!("key{i:05}")).unwrap();
+    }
+    db.compact().unwrap();
+    assert!(all(&db).is_empty());
+    drop(db);
+    let copy = Db::open(&copy_dir).unwrap();
+    assert_eq!(all(&copy), before);
+}

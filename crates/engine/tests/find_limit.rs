@@ -60,6 +60,9 @@ impl FileSystem for CountingFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.inner.rename(from, to)
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.hard_link(from, to)
+    }
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.inner.remove(path)
     }

@@ -1,5 +1,6 @@
-//! [`Db::checkpoint`]: a copy of the database's table files and a manifest
-//! naming them, in a directory of its own, that opens as a database.
+//! [`Db::checkpoint`]: the database's table files (hard links, or copies)
+//! and a manifest naming them, in a directory of its own, that opens as a
+//! database.
 //!
 //! Tables are immutable, so a copy of the live ones, taken while a pinned
 //! version keeps them from being deleted, is consistent: after a flush the
@@ -10,7 +11,6 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
 use crate::log::{LogKind, LogWriter};
 use crate::manifest::filenames;
 use crate::version::{Start, VersionSet};
@@ -18,15 +18,15 @@ use crate::version::{Start, VersionSet};
 use super::open::style_tag;
 use super::{Db, Inner, lock};
 
-/// Bytes copied per read and write.
-const COPY_CHUNK: usize = 1 << 20;
-
 impl Db {
     /// Flushes the memtables, then writes a copy of every live table and a
     /// manifest naming them into `dir`, which must not hold a database:
     /// [`Db::open`] on `dir` then reads every write that was acknowledged
     /// before this call, and perhaps some made during it (a consistent
-    /// prefix of them). The table files are copied, not linked.
+    /// prefix of them). The table files are hard links where the file system
+    /// can make them (tables are never written again, so the copy and the
+    /// database share them safely, as RocksDB's checkpoints do), and copies
+    /// elsewhere.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `dir` already holds a database; the
@@ -66,7 +66,8 @@ impl Inner {
         };
         for table in version.tables() {
             let name = filenames::table(table.meta.id);
-            copy(fs.as_ref(), &self.file(&name), &dir.join(&name))?;
+            let (from, to) = (self.file(&name), dir.join(&name));
+            crate::fs::link_or_copy(fs.as_ref(), &from, &to).map_err(|e| Error::io(&to, e))?;
         }
         let last_seq = version.tables().map(|t| t.meta.max_seq).max().unwrap_or(0);
         // No WAL is copied: the copy starts on an empty one.
@@ -86,22 +87,4 @@ impl Inner {
         )?;
         fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
     }
-}
-
-/// Copies `from` to `to` and syncs it.
-fn copy(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
-    let source = fs.open(from).map_err(|e| Error::io(from, e))?;
-    let size = source.size().map_err(|e| Error::io(from, e))?;
-    let mut target = fs.create(to).map_err(|e| Error::io(to, e))?;
-    let mut buf = vec![0; COPY_CHUNK];
-    let mut offset = 0;
-    while offset < size {
-        let len = usize::try_from(size - offset).map_or(COPY_CHUNK, |left| left.min(COPY_CHUNK));
-        source
-            .read_exact_at(&mut buf[..len], offset)
-            .map_err(|e| Error::io(from, e))?;
-        target.append(&buf[..len]).map_err(|e| Error::io(to, e))?;
-        offset += len as u64;
-    }
-    target.sync().map_err(|e| Error::io(to, e))
 }

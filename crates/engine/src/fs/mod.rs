@@ -34,6 +34,11 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>>;
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes `to`, a new name, name the file `from` names (a hard link):
+    /// both name the same bytes until one is removed. Only for files no
+    /// one writes any more. The new name is durable once its directory is
+    /// synced.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Deletes the empty directory `dir`.
@@ -84,6 +89,43 @@ pub fn remove_dir_all(fs: &dyn FileSystem, dir: &Path) -> io::Result<()> {
         }
     }
     fs.remove_dir(dir)
+}
+
+/// Bytes copied per read and write by [`copy_file`].
+const COPY_CHUNK: usize = 1 << 20;
+
+/// Writes a copy of the file `from` to the new file `to`, and syncs it.
+///
+/// # Errors
+/// What opening, reading, writing or syncing returns.
+pub fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path) -> io::Result<()> {
+    let source = fs.open(from)?;
+    let size = source.size()?;
+    let mut target = fs.create(to)?;
+    let mut buf = vec![0; COPY_CHUNK];
+    let mut offset = 0;
+    while offset < size {
+        let len = usize::try_from(size - offset).map_or(COPY_CHUNK, |left| left.min(COPY_CHUNK));
+        source.read_exact_at(&mut buf[..len], offset)?;
+        target.append(&buf[..len])?;
+        offset += len as u64;
+    }
+    target.sync()
+}
+
+/// Gives the file `from`, which no one writes any more, the new name `to`
+/// by a hard link; where the file system cannot link it (another device,
+/// no support), writes a synced copy instead. Either way `to` is durable
+/// once its directory is synced.
+///
+/// # Errors
+/// What copying returns, when linking failed.
+pub fn link_or_copy(fs: &dyn FileSystem, from: &Path, to: &Path) -> io::Result<()> {
+    match fs.hard_link(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => copy_file(fs, from, to),
+    }
 }
 
 /// Reads a whole file into memory; a file longer than `max` bytes is an

@@ -76,6 +76,10 @@ impl FileSystem for StdFs {
         fs::rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
     fn remove(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
     }

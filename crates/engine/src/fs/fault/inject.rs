@@ -27,6 +27,8 @@ pub enum FaultOp {
     Rename,
     /// `FileSystem::remove`.
     Remove,
+    /// `FileSystem::hard_link` (matched against the new name).
+    Link,
     /// `ReadableFile::read_exact_at`.
     Read,
 }

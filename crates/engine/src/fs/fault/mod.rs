@@ -322,6 +322,25 @@ impl FileSystem for FaultInjectionFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.check(FaultOp::Link, to)?;
+        let mut state = lock(&self.state);
+        let parent = to.parent().unwrap_or(Path::new(""));
+        if !state.dirs.contains(parent) {
+            return Err(not_found(parent));
+        }
+        if state.names.contains_key(to) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", to.display()),
+            ));
+        }
+        let inode = Arc::clone(state.names.get(from).ok_or_else(|| not_found(from))?);
+        state.names.insert(to.to_path_buf(), Arc::clone(&inode));
+        state.pending.push(DirOp::Link(to.to_path_buf(), inode));
+        Ok(())
+    }
+
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.check(FaultOp::Remove, path)?;
         let mut state = lock(&self.state);
@@ -444,6 +463,28 @@ mod tests {
         assert_eq!(fs.crash().contents(&dir.join("old")).unwrap(), b"1");
         fs.sync_dir(dir).unwrap();
         assert_eq!(fs.crash().contents(&dir.join("old")).unwrap(), b"2");
+    }
+
+    #[test]
+    fn a_link_names_the_same_bytes_and_is_durable_only_after_sync_dir() {
+        let fs = FaultInjectionFs::new();
+        let (a, b) = (Path::new("/a"), Path::new("/b"));
+        fs.create_dir_all(a).unwrap();
+        fs.create_dir_all(b).unwrap();
+        write(&fs, &a.join("t"), b"table", true);
+        fs.sync_dir(a).unwrap();
+        fs.hard_link(&a.join("t"), &b.join("t")).unwrap();
+        let err = fs.hard_link(&a.join("t"), &b.join("t")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert!(fs.hard_link(&a.join("missing"), &b.join("m")).is_err());
+        assert_eq!(fs.crash().contents(&b.join("t")), None);
+        fs.sync_dir(b).unwrap();
+        // Removing one name leaves the other.
+        fs.remove(&a.join("t")).unwrap();
+        fs.sync_dir(a).unwrap();
+        let after = fs.crash();
+        assert_eq!(after.contents(&b.join("t")).unwrap(), b"table");
+        assert_eq!(after.contents(&a.join("t")), None);
     }
 
     #[test]
