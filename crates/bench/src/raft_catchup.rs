@@ -4,9 +4,9 @@
 //! Three nodes in this process. A follower stops; `--bytes` of JSON
 //! records are written through the leader, which snapshots and purges its
 //! log; the follower starts again and must take the snapshot. Reported:
-//! the catch-up time against the time to copy the snapshot file once on the
-//! same disk (read, write, fsync), the issue's yardstick ("within 2x the
-//! copy"). Then, with the peak resident size reset (Linux's
+//! the catch-up time against the time to copy the snapshot's files once on
+//! the same disk (read, write, fsync), the issue's yardstick ("within 2x
+//! the copy"). Then, with the peak resident size reset (Linux's
 //! `/proc/self/clear_refs`), a full scan in pages and a `find` through the
 //! leader: the peak growth over the resident size before each, for the
 //! whole process (three nodes and the client), an upper bound for one node.
@@ -156,21 +156,30 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) -> anyhow::Result<()
 }
 
 /// The current snapshot file of the node in `dir`.
-fn snapshot_file(dir: &Path) -> anyhow::Result<PathBuf> {
+/// The directory of the node's current snapshot.
+fn snapshot_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     let snapshots = dir.join("snapshots");
     let current = std::fs::read_to_string(snapshots.join("CURRENT"))?;
-    Ok(snapshots.join(format!("snapshot-{}.tar", current.trim())))
+    Ok(snapshots.join(format!("snapshot-{}", current.trim())))
 }
 
-/// Copies `from` next to itself, synced; the time it took.
-fn timed_copy(from: &Path) -> anyhow::Result<Duration> {
+/// Copies the files of `from` into a new directory beside it, each synced,
+/// then the directory; the bytes copied and the time it took.
+fn timed_copy(from: &Path) -> anyhow::Result<(u64, Duration)> {
     let to = from.with_extension("copy");
     let start = Instant::now();
-    std::fs::copy(from, &to)?;
+    std::fs::create_dir(&to)?;
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        bytes += std::fs::copy(entry.path(), &target)?;
+        std::fs::File::open(&target)?.sync_all()?;
+    }
     std::fs::File::open(&to)?.sync_all()?;
     let took = start.elapsed();
-    std::fs::remove_file(&to)?;
-    Ok(took)
+    std::fs::remove_dir_all(&to)?;
+    Ok((bytes, took))
 }
 
 async fn measure(args: &Args) -> anyhow::Result<()> {
@@ -221,9 +230,11 @@ async fn measure(args: &Args) -> anyhow::Result<()> {
     }
     eprintln!("purged after {:.1} s", purge_start.elapsed().as_secs_f64());
     let leader_dir = dir.path().join(format!("n{leader_id}"));
-    let tar = snapshot_file(&leader_dir)?;
-    let tar_bytes = std::fs::metadata(&tar)?.len();
-    let copy = timed_copy(&tar)?;
+    // The faster of two copies: the second finds the files in the page
+    // cache, as the transfer that follows does.
+    let snapshot = snapshot_dir(&leader_dir)?;
+    let (snapshot_bytes, first_copy) = timed_copy(&snapshot)?;
+    let copy = first_copy.min(timed_copy(&snapshot)?.1);
 
     eprintln!("restarting node {follower_id}");
     let start = Instant::now();
@@ -270,10 +281,11 @@ async fn measure(args: &Args) -> anyhow::Result<()> {
         mib(count * args.value_len as u64)
     );
     println!(
-        "catch-up by snapshot: {:.1} s for a {:.0} MiB snapshot ({transfers} transfer(s)); copying the file once: {:.1} s; ratio {:.2}x",
+        "catch-up by snapshot: {:.1} s for a {:.0} MiB snapshot ({transfers} transfer(s)); copying its files once: {:.1} s (first copy {:.1} s); ratio {:.2}x",
         catch_up.as_secs_f64(),
-        mib(tar_bytes),
+        mib(snapshot_bytes),
         copy.as_secs_f64(),
+        first_copy.as_secs_f64(),
         catch_up.as_secs_f64() / copy.as_secs_f64()
     );
     println!(

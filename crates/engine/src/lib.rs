@@ -81,7 +81,7 @@ mod version;
 pub use batch::{MAX_KEY_LEN, MAX_VALUE_LEN, WriteBatch};
 pub use db::{
     Db, DbBuilder, DbIter, Find, FindKeys, FindStats, IndexInfo, IndexStats, LevelStats, Snapshot,
-    Stats,
+    Stats, copy_database,
 };
 pub use error::{Error, Result};
 pub use filter_policy::{BitsPerKey, FilterPolicy, RangeFilterPolicy};

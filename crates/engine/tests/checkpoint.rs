@@ -86,7 +86,8 @@ fn a_checkpoint_links_the_tables_and_keeps_them_when_the_database_drops_them() {
         .open()
         .unwrap();
     for i in 0..2_000u32 {
-        db.insert(format!("key{i:05}"), format!("value{i}")).unwrap();
+        db.insert(format!("key{i:05}"), format!("value{i}"))
+            .unwrap();
     }
     db.flush().unwrap();
     let before = all(&db);
@@ -101,7 +102,12 @@ fn a_checkpoint_links_the_tables_and_keeps_them_when_the_database_drops_them() {
     for table in &tables {
         let original = dir.path().join("db").join(table.file_name().unwrap());
         let (copy, original) = (table.metadata().unwrap(), original.metadata().unwrap());
-        assert_eq!(copy.ino(), original.ino(), "{} is not a link", table.display());
+        assert_eq!(
+            copy.ino(),
+            original.ino(),
+            "{} is not a link",
+            table.display()
+        );
     }
     // The database rewrites and deletes every table it had: the copy's
     // names keep them.
@@ -113,4 +119,46 @@ fn a_checkpoint_links_the_tables_and_keeps_them_when_the_database_drops_them() {
     drop(db);
     let copy = Db::open(&copy_dir).unwrap();
     assert_eq!(all(&copy), before);
+}
+
+#[test]
+fn a_copy_of_a_closed_database_opens_and_changes_on_its_own() {
+    use std::os::unix::fs::MetadataExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::builder(dir.path().join("db"))
+        .memtable_bytes(16 << 10)
+        .table_target_bytes(16 << 10)
+        .open()
+        .unwrap();
+    for i in 0..2_000u32 {
+        db.insert(format!("key{i:05}"), format!("value{i}"))
+            .unwrap();
+    }
+    let (snapshot, copy) = (dir.path().join("snapshot"), dir.path().join("copy"));
+    db.checkpoint(&snapshot).unwrap();
+    let expected = all(&db);
+    drop(db);
+    siftdb::copy_database(&siftdb::fs::StdFs, &snapshot, &copy).unwrap();
+
+    let mut tables = 0;
+    for entry in std::fs::read_dir(&copy).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let source = snapshot.join(&name).metadata().unwrap();
+        let shared = path.metadata().unwrap().ino() == source.ino();
+        // Tables are shared; what a database writes is its own.
+        assert_eq!(shared, name.ends_with(".sst"), "{name}");
+        tables += usize::from(shared);
+    }
+    assert!(tables > 0);
+    let copied = Db::open(&copy).unwrap();
+    assert_eq!(all(&copied), expected);
+    for i in 0..2_000u32 {
+        copied.remove(format!("key{i:05}")).unwrap();
+    }
+    copied.compact().unwrap();
+    drop(copied);
+    assert_eq!(all(&Db::open(&snapshot).unwrap()), expected);
+    assert!(all(&Db::open(&copy).unwrap()).is_empty());
 }

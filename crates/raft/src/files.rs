@@ -5,11 +5,11 @@
 //! their live generation or snapshot by number; it is replaced by a rename,
 //! so a crash leaves the old number or the new one.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use siftdb::fs::{FileSystem, ReadableFile, WritableFile};
+use siftdb::fs::FileSystem;
 
 /// The file system a node's files live in.
 pub(crate) type Fs = Arc<dyn FileSystem>;
@@ -71,49 +71,6 @@ pub(crate) fn remove(fs: &dyn FileSystem, path: &Path) -> io::Result<()> {
     }
 }
 
-/// A [`ReadableFile`] read from start to end.
-pub(crate) struct FileReader {
-    file: Arc<dyn ReadableFile>,
-    pos: u64,
-    len: u64,
-}
-
-impl FileReader {
-    pub(crate) fn new(file: Arc<dyn ReadableFile>) -> io::Result<Self> {
-        let len = file.size()?;
-        Ok(Self { file, pos: 0, len })
-    }
-
-    /// The file's length in bytes.
-    pub(crate) fn len(&self) -> u64 {
-        self.len
-    }
-}
-
-impl Read for FileReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = usize::try_from(self.len - self.pos).unwrap_or(usize::MAX);
-        let n = buf.len().min(left);
-        self.file.read_exact_at(&mut buf[..n], self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-/// A [`WritableFile`] as a [`Write`].
-pub(crate) struct FileWriter(pub(crate) Box<dyn WritableFile>);
-
-impl Write for FileWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.append(buf)?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use siftdb::fs::FaultInjectionFs;
@@ -146,20 +103,5 @@ mod tests {
         remove(&fs, &dir.join("tree")).unwrap();
         remove(&fs, &dir.join("file")).unwrap();
         assert!(fs.list(dir).unwrap().is_empty());
-    }
-
-    #[test]
-    fn reader_and_writer_carry_the_bytes() {
-        let fs = FaultInjectionFs::new();
-        fs.create_dir_all(Path::new("/d")).unwrap();
-        let path = Path::new("/d/f");
-        let mut writer = FileWriter(fs.create(path).unwrap());
-        writer.write_all(b"hello, world").unwrap();
-        let mut text = String::new();
-        FileReader::new(fs.open(path).unwrap())
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
-        assert_eq!(text, "hello, world");
     }
 }

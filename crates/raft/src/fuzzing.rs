@@ -3,6 +3,7 @@
 //! never panic, whatever the bytes.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::{BasicNode, Entry, LogId, StoredMembership, Vote};
@@ -13,6 +14,7 @@ use crate::codec::decode;
 use crate::command::Request;
 use crate::snapshot::Meta;
 use crate::snapshot_chunk::SnapshotChunk;
+use crate::snapshot_unpack::Unpacker;
 use crate::types::{NodeId, TypeConfig};
 
 /// Decodes `bytes` as each record of the log and the state machine, each
@@ -37,16 +39,18 @@ pub fn decode_everything(bytes: &[u8]) -> usize {
     decoded.iter().filter(|ok| **ok).count()
 }
 
-/// Unpacks `bytes` as a received snapshot file, in memory; returns the
-/// files unpacked, or `None` for an archive refused.
+/// Unpacks `bytes` as a received snapshot stream, in memory, in pieces
+/// of 1,000 bytes; returns the files unpacked, or `None` for a stream
+/// refused.
 pub fn unpack_snapshot(bytes: &[u8]) -> Option<usize> {
     let fs = FaultInjectionFs::new();
-    let (dir, tar) = (Path::new("/node"), Path::new("/node/snapshot-1.tar"));
-    fs.create_dir_all(dir).ok()?;
-    crate::files::write_synced(&fs, tar, bytes).ok()?;
-    let into = dir.join("unpacked");
-    crate::snapshot::unpack(&fs, tar, &into).ok()?;
-    fs.list(&into).ok().map(|names| names.len())
+    let into = Path::new("/node/snapshot-1");
+    let mut unpacker = Unpacker::create(Arc::new(fs.clone()), into.to_path_buf()).ok()?;
+    for piece in bytes.chunks(1000) {
+        unpacker.write(piece).ok()?;
+    }
+    unpacker.finish().ok()?;
+    fs.list(into).ok().map(|names| names.len())
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ mod sessions;
 mod snapshot;
 mod snapshot_chunk;
 mod snapshot_file;
+mod snapshot_pack;
+mod snapshot_unpack;
 mod state_machine;
 mod types;
 

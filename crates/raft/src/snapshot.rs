@@ -1,14 +1,18 @@
-//! Snapshots: a [`Db::checkpoint`] of the state machine packed in one tar
-//! file, with its [`SnapshotMeta`] beside it. openraft streams the file to
-//! a lagging follower in chunks; the follower unpacks it into a fresh
-//! database directory ([`crate::StateMachine`] swaps it in).
+//! Snapshots: a [`Db::checkpoint`] of the state machine in a directory of
+//! its own, with its [`SnapshotMeta`] beside it. openraft streams it to a
+//! lagging follower in chunks of one tar stream, packed on the fly
+//! ([`PackedDir`]); the follower unpacks the chunks as they arrive into a
+//! snapshot directory of its own ([`Unpacker`]), so each byte is written
+//! once, and opens a copy of it whose tables are hard links
+//! ([`crate::StateMachine`] swaps it in).
 //!
-//! In `dir`: `snapshot-N.tar` and `snapshot-N.meta` (JSON), and `CURRENT`
+//! In `dir`: `snapshot-N/` and `snapshot-N.meta` (JSON), and `CURRENT`
 //! naming the live N; `CURRENT` is replaced by a rename, so a crash leaves
-//! the old snapshot or the new one, never half of each. Every file goes
+//! the old snapshot or the new one, never half of each. A snapshot's
+//! directory does not change once `CURRENT` names it. Every file goes
 //! through the node's [`FileSystem`](siftdb::fs::FileSystem).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,14 +22,15 @@ use openraft::{
     StoredMembership,
 };
 use siftdb::Db;
-use siftdb::fs::FileSystem;
 
 use crate::codec::decode;
-use crate::files::{self, FileReader, FileWriter, Fs};
+use crate::files::{self, Fs};
 use crate::keys;
 use crate::log_store::io_error;
 use crate::purge_gate::PurgeGate;
 use crate::snapshot_file::SnapshotFile;
+use crate::snapshot_pack::PackedDir;
+use crate::snapshot_unpack::Unpacker;
 use crate::state_machine::{DataHandle, DataSettings, open_data};
 use crate::types::{NodeId, TypeConfig};
 
@@ -75,10 +80,36 @@ impl Snapshots {
             gate: PurgeGate::new(None),
             transfers: Arc::default(),
         };
-        if let Some((_, meta)) = snapshots.current_meta().map_err(fail)? {
+        if let Some((n, meta)) = snapshots.current_meta().map_err(fail)? {
+            snapshots.unpack_legacy(n).map_err(fail)?;
             snapshots.gate = PurgeGate::new(meta.last_log_id.map(|id| id.index));
         }
         Ok(snapshots)
+    }
+
+    /// Unpacks snapshot `n` if it is still the single tar file that nodes
+    /// before snapshot directories kept (`snapshot-N.tar`).
+    fn unpack_legacy(&self, n: u64) -> std::io::Result<()> {
+        let tar = self.dir.join(format!("snapshot-{n}.tar"));
+        let Ok(file) = self.fs.open(&tar) else {
+            return Ok(());
+        };
+        let dir = self.path(n);
+        if files::is_dir(self.fs.as_ref(), &dir) {
+            siftdb::fs::remove_dir_all(self.fs.as_ref(), &dir)?;
+        }
+        let mut unpacker = Unpacker::create(Arc::clone(&self.fs), dir)?;
+        let (size, mut offset) = (file.size()?, 0);
+        let mut buf = vec![0; 1 << 20];
+        while offset < size {
+            let len = usize::try_from(size - offset).map_or(buf.len(), |n| n.min(buf.len()));
+            file.read_exact_at(&mut buf[..len], offset)?;
+            unpacker.write(&buf[..len])?;
+            offset += len as u64;
+        }
+        unpacker.finish()?;
+        self.fs.remove(&tar)?;
+        self.fs.sync_dir(&self.dir)
     }
 
     /// The number and metadata of the current snapshot, if there is one.
@@ -93,32 +124,30 @@ impl Snapshots {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The file of snapshot `n`.
-    pub(crate) fn tar(&self, n: u64) -> PathBuf {
-        self.dir.join(format!("snapshot-{n}.tar"))
+    /// The directory of snapshot `n`.
+    pub(crate) fn path(&self, n: u64) -> PathBuf {
+        self.dir.join(format!("snapshot-{n}"))
     }
 
     fn meta(&self, n: u64) -> PathBuf {
         self.dir.join(format!("snapshot-{n}.meta"))
     }
 
-    /// A new file to receive a snapshot into.
+    /// A new snapshot to receive.
     pub(crate) fn receive(&self) -> StorageResult<SnapshotFile> {
         let n = self.number();
-        let file = self
-            .fs
-            .create(&self.tar(n))
+        let unpacker = Unpacker::create(Arc::clone(&self.fs), self.path(n))
             .map_err(|e| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?;
-        Ok(SnapshotFile::receiving(n, file))
+        Ok(SnapshotFile::receiving(n, unpacker))
     }
 
-    /// Deletes snapshot `n`'s file (one abandoned or replaced): a failure
-    /// leaves it to the next open.
+    /// Deletes snapshot `n`'s directory (one abandoned or replaced): a
+    /// failure leaves it to the next open.
     pub(crate) fn discard(&self, n: u64) {
-        let _ = self.fs.remove(&self.tar(n));
+        let _ = files::remove(self.fs.as_ref(), &self.path(n));
     }
 
-    /// Makes snapshot `n` (its tar file written and synced) the current
+    /// Makes snapshot `n` (its directory written and synced) the current
     /// one, with `meta`, and deletes the one it replaces; unless the
     /// current one covers as much of the log or more (a build that
     /// finished after an install of a newer snapshot): then `n` is deleted
@@ -152,7 +181,7 @@ impl Snapshots {
             return Ok(current);
         }
         files::write_synced(fs, &self.meta(n), &json)?;
-        // The tar file's and the metadata's names are durable before
+        // The directory's and the metadata's names are durable before
         // `CURRENT` can name them: a disk may persist a directory's
         // changes in any order.
         fs.sync_dir(&self.dir)?;
@@ -183,42 +212,36 @@ impl Snapshots {
         self.open_snapshot(n).map(Some)
     }
 
-    /// Snapshot `n`: its metadata and its file.
+    /// Snapshot `n`: its metadata and its files, to send.
     fn open_snapshot(&self, n: u64) -> StorageResult<Snapshot<TypeConfig>> {
         let fail =
             |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
         let meta = self.read_meta(n).map_err(|e| fail(&e))?;
-        let file = self.fs.open(&self.tar(n)).map_err(|e| fail(&e))?;
-        let file = SnapshotFile::reading(n, file).map_err(|e| fail(&e))?;
+        let packed = PackedDir::open(self.fs.as_ref(), &self.path(n)).map_err(|e| fail(&e))?;
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(file),
+            snapshot: Box::new(SnapshotFile::reading(n, packed)),
         })
     }
 
-    /// Checkpoints `db`, packs the copy, and makes it the current snapshot
-    /// (unless a newer one became current meanwhile: then that one is
-    /// returned). The copy is opened as `db` is, with `settings`: a custom
-    /// extractor's function is needed to open it.
+    /// Checkpoints `db` into a new snapshot directory and makes it the
+    /// current snapshot (unless a newer one became current meanwhile: then
+    /// that one is returned). The copy is opened, to read what it holds, as
+    /// `db` is, with `settings`: a custom extractor's function is needed to
+    /// open it.
     async fn build(
         self: &Arc<Self>,
         db: Arc<Db>,
         settings: DataSettings,
     ) -> StorageResult<Snapshot<TypeConfig>> {
-        let n = self.number();
-        let (work, tar) = (self.dir.join(format!("build-{n}")), self.tar(n));
-        let fs = Arc::clone(&self.fs);
-        let packed = tokio::task::spawn_blocking(move || -> Result<Applied, String> {
-            db.checkpoint(&work).map_err(|e| e.to_string())?;
+        let (n, fs) = (self.number(), Arc::clone(&self.fs));
+        let path = self.path(n);
+        let built = tokio::task::spawn_blocking(move || -> Result<Applied, String> {
+            db.checkpoint(&path).map_err(|e| e.to_string())?;
             // What the copy holds, read from the copy: applies go on while
             // it is taken, so the live state machine may be ahead of it.
-            let applied = {
-                let copy = open_data(&fs, &work, &settings).map_err(|e| e.to_string())?;
-                read_applied(&copy)?
-            };
-            pack(fs.as_ref(), &work, &tar).map_err(|e| e.to_string())?;
-            let _ = siftdb::fs::remove_dir_all(fs.as_ref(), &work);
-            Ok(applied)
+            let copy = open_data(&fs, &path, &settings).map_err(|e| e.to_string())?;
+            read_applied(&copy)
         });
         let fail = |e: String| {
             io_error(
@@ -227,7 +250,7 @@ impl Snapshots {
                 &std::io::Error::other(e),
             )
         };
-        let (last_log_id, last_membership) = packed
+        let (last_log_id, last_membership) = built
             .await
             .map_err(|e| fail(e.to_string()))?
             .map_err(fail)?;
@@ -277,75 +300,21 @@ pub(crate) fn read_applied(db: &Db) -> Result<Applied, String> {
     Ok((applied, membership))
 }
 
-/// Packs the files of `dir` (no subdirectories) into the tar file `to`,
-/// synced.
-fn pack(fs: &dyn FileSystem, dir: &Path, to: &Path) -> std::io::Result<()> {
-    let mut builder = tar::Builder::new(FileWriter(fs.create(to)?));
-    let mut names = fs.list(dir)?;
-    names.sort();
-    for name in names {
-        let path = dir.join(&name);
-        if files::is_dir(fs, &path) {
-            continue;
-        }
-        let file = FileReader::new(fs.open(&path)?)?;
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Regular);
-        header.set_size(file.len());
-        header.set_mode(0o644);
-        builder.append_data(&mut header, &name, file)?;
-    }
-    builder.into_inner()?.0.sync()
-}
-
-/// Unpacks the tar file `from` into the new directory `dir`, every file and
-/// the directory synced (`CURRENT` of the state machine names it next). A
-/// damaged or hostile archive is an error: only plain files with plain
-/// names are unpacked. What they hold is checked again when the database
-/// opens.
-pub(crate) fn unpack(fs: &dyn FileSystem, from: &Path, dir: &Path) -> std::io::Result<()> {
-    fs.create_dir_all(dir)?;
-    if let Some(parent) = dir.parent() {
-        fs.sync_dir(parent)?;
-    }
-    let mut archive = tar::Archive::new(FileReader::new(fs.open(from)?)?);
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        let path = entry.path()?.into_owned();
-        let mut components = path.components();
-        let (Some(Component::Normal(name)), None) = (components.next(), components.next()) else {
-            return Err(bad_entry(&path));
-        };
-        if entry.header().entry_type() != tar::EntryType::Regular {
-            return Err(bad_entry(&path));
-        }
-        let mut out = FileWriter(fs.create(&dir.join(name))?);
-        std::io::copy(&mut entry, &mut out)?;
-        out.0.sync()?;
-    }
-    fs.sync_dir(dir)
-}
-
-fn bad_entry(path: &Path) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        format!("a snapshot holds {}, not a plain file", path.display()),
-    )
-}
-
-/// N of `snapshot-N.tar` or `snapshot-N.meta`.
+/// N of `snapshot-N`, `snapshot-N.meta` or `snapshot-N.tar` (what nodes
+/// kept before snapshot directories).
 fn snapshot_number(name: &str) -> Option<u64> {
     let stem = name.strip_prefix("snapshot-")?;
-    let n = stem
-        .strip_suffix(".tar")
-        .or_else(|| stem.strip_suffix(".meta"))?;
+    let n = [".tar", ".meta"]
+        .iter()
+        .find_map(|suffix| stem.strip_suffix(suffix))
+        .unwrap_or(stem);
     n.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use openraft::{CommittedLeaderId, LogId};
-    use siftdb::fs::FaultInjectionFs;
+    use siftdb::fs::{FaultInjectionFs, FileSystem};
     use tokio::io::AsyncWriteExt;
 
     use super::*;
@@ -358,12 +327,22 @@ mod tests {
         }
     }
 
-    /// Receives a snapshot file and saves it with `meta(index)`.
-    async fn saved(snapshots: &Arc<Snapshots>, index: u64) -> (u64, u64) {
+    /// The stream of a snapshot holding one file that says `covers {index}`.
+    fn stream(fs: &FaultInjectionFs, index: u64) -> Vec<u8> {
+        let dir = PathBuf::from(format!("/source-{index}"));
+        fs.create_dir_all(&dir).unwrap();
+        let text = format!("covers {index}");
+        files::write_synced(fs, &dir.join("000001.sst"), text.as_bytes()).unwrap();
+        let packed = PackedDir::open(fs, &dir).unwrap();
+        let mut bytes = vec![0; packed.len() as usize];
+        packed.read_exact_at(&mut bytes, 0).unwrap();
+        bytes
+    }
+
+    /// Receives a snapshot and saves it with `meta(index)`.
+    async fn saved(fs: &FaultInjectionFs, snapshots: &Arc<Snapshots>, index: u64) -> (u64, u64) {
         let mut file = snapshots.receive().unwrap();
-        file.write_all(format!("covers {index}").as_bytes())
-            .await
-            .unwrap();
+        file.write_all(&stream(fs, index)).await.unwrap();
         let n = file.finish().await.unwrap();
         (n, snapshots.save(n, &meta(index)).await.unwrap())
     }
@@ -371,7 +350,7 @@ mod tests {
     #[test]
     fn a_build_that_finishes_after_a_newer_install_leaves_the_newer_current() {
         let fs = FaultInjectionFs::new();
-        let exists = |path: PathBuf| fs.contents(&path).is_some();
+        let exists = |path: PathBuf| files::is_dir(&fs, &path);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -381,58 +360,42 @@ mod tests {
             let snapshots = Arc::new(Snapshots::open(Arc::new(fs.clone()), dir).unwrap());
             // The build takes its number first, the install finishes first.
             let mut build_file = snapshots.receive().unwrap();
-            let (installed, current) = saved(&snapshots, 10).await;
+            let (installed, current) = saved(&fs, &snapshots, 10).await;
             assert_eq!(current, installed);
-            build_file.write_all(b"covers 5").await.unwrap();
+            build_file.write_all(&stream(&fs, 5)).await.unwrap();
             let build = build_file.finish().await.unwrap();
             assert_eq!(snapshots.save(build, &meta(5)).await.unwrap(), installed);
             let current = snapshots.current().await.unwrap().unwrap();
             assert_eq!(current.meta, meta(10));
-            assert!(exists(snapshots.tar(installed)));
-            assert!(!exists(snapshots.tar(build)));
+            assert!(exists(snapshots.path(installed)));
+            assert!(!exists(snapshots.path(build)));
             // A newer one still replaces it, durably.
-            let (newer, current) = saved(&snapshots, 12).await;
+            let (newer, current) = saved(&fs, &snapshots, 12).await;
             assert_eq!(current, newer);
-            assert!(!exists(snapshots.tar(installed)));
+            assert!(!exists(snapshots.path(installed)));
             assert_eq!(snapshots.current().await.unwrap().unwrap().meta, meta(12));
-            let after = Snapshots::open(Arc::new(fs.crash()), snapshots.dir.clone()).unwrap();
+            let crashed = fs.crash();
+            let after = Snapshots::open(Arc::new(crashed.clone()), snapshots.dir.clone()).unwrap();
             assert_eq!(after.current_meta().unwrap().unwrap(), (newer, meta(12)));
+            let table = after.path(newer).join("000001.sst");
+            assert_eq!(crashed.contents(&table).unwrap(), b"covers 12");
         });
     }
 
     #[test]
-    fn unpack_refuses_what_is_not_a_plain_file() {
+    fn a_snapshot_kept_as_one_tar_file_is_unpacked_at_open() {
         let fs = FaultInjectionFs::new();
-        let dir = Path::new("/node");
-        fs.create_dir_all(dir).unwrap();
-        let archive = |path: &str, kind: tar::EntryType| {
-            let mut builder = tar::Builder::new(Vec::new());
-            let mut header = tar::Header::new_gnu();
-            header.set_entry_type(kind);
-            header.set_size(1);
-            header.set_mode(0o644);
-            // `append_data` refuses `..`: the name is written raw.
-            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
-            header.set_cksum();
-            builder.append(&header, &b"x"[..]).unwrap();
-            builder.into_inner().unwrap()
-        };
-        let tar = dir.join("in.tar");
-        for (path, kind) in [
-            ("../escape", tar::EntryType::Regular),
-            ("sub/file", tar::EntryType::Regular),
-            ("/abs", tar::EntryType::Regular),
-            ("link", tar::EntryType::Symlink),
-        ] {
-            files::write_synced(&fs, &tar, &archive(path, kind)).unwrap();
-            let err = unpack(&fs, &tar, &dir.join("out")).unwrap_err();
-            assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{path}");
-        }
-        files::write_synced(&fs, &tar, &archive("000001.sst", tar::EntryType::Regular)).unwrap();
-        unpack(&fs, &tar, &dir.join("out")).unwrap();
-        assert_eq!(
-            fs.crash().contents(&dir.join("out/000001.sst")).unwrap(),
-            b"x"
-        );
+        let dir = PathBuf::from("/node/snapshots");
+        fs.create_dir_all(&dir).unwrap();
+        files::write_synced(&fs, &dir.join("snapshot-4.tar"), &stream(&fs, 9)).unwrap();
+        let json = serde_json::to_vec(&meta(9)).unwrap();
+        files::write_synced(&fs, &dir.join("snapshot-4.meta"), &json).unwrap();
+        files::set_current(&fs, &dir, 4).unwrap();
+        let snapshots = Snapshots::open(Arc::new(fs.clone()), dir.clone()).unwrap();
+        assert_eq!(snapshots.current_meta().unwrap().unwrap(), (4, meta(9)));
+        let crashed = fs.crash();
+        let table = snapshots.path(4).join("000001.sst");
+        assert_eq!(crashed.contents(&table).unwrap(), b"covers 9");
+        assert!(crashed.contents(&dir.join("snapshot-4.tar")).is_none());
     }
 }

@@ -1,7 +1,8 @@
-//! [`SnapshotFile`]: the snapshot data openraft streams, a file of the
-//! node's [`FileSystem`](siftdb::fs::FileSystem) behind tokio's async I/O
-//! traits. Every read and write runs on tokio's blocking pool, as
-//! `tokio::fs` does, so a node's async threads never wait on the disk.
+//! [`SnapshotFile`]: the snapshot data openraft streams, a snapshot's
+//! directory as one tar stream ([`PackedDir`] to send it, [`Unpacker`] to
+//! receive it), behind tokio's async I/O traits. Every read and write runs
+//! on tokio's blocking pool, as `tokio::fs` does, so a node's async
+//! threads never wait on the disk.
 //!
 //! A snapshot being received is written from start to end. openraft seeks
 //! to each chunk's offset; a chunk sent again after a lost answer starts
@@ -14,17 +15,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use siftdb::fs::{ReadableFile, WritableFile};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
 
-/// One snapshot's file, being read (to send it) or received.
+use crate::snapshot_pack::PackedDir;
+use crate::snapshot_unpack::Unpacker;
+
+/// One snapshot's data, being read (to send it) or received.
 #[derive(Debug)]
 pub struct SnapshotFile {
     /// The snapshot's number among the node's snapshots.
     number: u64,
     side: Side,
-    /// Bytes in the file (a received file: bytes written so far).
+    /// Bytes in the stream (a received one: bytes written so far).
     len: u64,
     /// Where the next read or write starts.
     pos: u64,
@@ -34,28 +37,28 @@ pub struct SnapshotFile {
 
 #[derive(Debug)]
 enum Side {
-    Reading(Arc<dyn ReadableFile>),
+    Reading(Arc<PackedDir>),
     /// `None` while a write has it.
-    Receiving(Option<Box<dyn WritableFile>>),
+    Receiving(Option<Box<Unpacker>>),
 }
 
 /// What a blocking read or write gives back.
 #[derive(Debug)]
 enum Done {
     Read(Vec<u8>),
-    Wrote(Box<dyn WritableFile>),
+    Wrote(Box<Unpacker>),
 }
 
 impl SnapshotFile {
-    /// Snapshot `number`'s file, to read.
-    pub(crate) fn reading(number: u64, file: Arc<dyn ReadableFile>) -> io::Result<Self> {
-        let len = file.size()?;
-        Ok(Self::new(number, Side::Reading(file), len))
+    /// Snapshot `number`'s data, to read.
+    pub(crate) fn reading(number: u64, packed: PackedDir) -> Self {
+        let len = packed.len();
+        Self::new(number, Side::Reading(Arc::new(packed)), len)
     }
 
-    /// A new file receiving snapshot `number`.
-    pub(crate) fn receiving(number: u64, file: Box<dyn WritableFile>) -> Self {
-        Self::new(number, Side::Receiving(Some(file)), 0)
+    /// Snapshot `number`, to receive into `unpacker`.
+    pub(crate) fn receiving(number: u64, unpacker: Unpacker) -> Self {
+        Self::new(number, Side::Receiving(Some(Box::new(unpacker))), 0)
     }
 
     fn new(number: u64, side: Side, len: u64) -> Self {
@@ -73,26 +76,27 @@ impl SnapshotFile {
         self.number
     }
 
-    /// Whether this file is one the node received (not one it reads).
+    /// Whether this is a snapshot the node receives (not one it reads).
     pub(crate) fn is_received(&self) -> bool {
         matches!(self.side, Side::Receiving(_))
     }
 
-    /// Makes a received file durable, and returns its snapshot's number.
+    /// Checks that a received stream is whole and makes it durable, and
+    /// returns its snapshot's number.
     ///
     /// # Errors
-    /// What a write or the sync returned; an error for a file that was
-    /// not received.
+    /// What a write or the sync returned, or a stream cut short; an error
+    /// for a snapshot that was not received.
     pub(crate) async fn finish(mut self) -> io::Result<u64> {
         std::future::poll_fn(|cx| self.poll_pending(cx)).await?;
-        let Side::Receiving(file) = &mut self.side else {
+        let Side::Receiving(unpacker) = &mut self.side else {
             return Err(io::Error::other(format!(
                 "snapshot {} was not received: it cannot be installed",
                 self.number
             )));
         };
-        let mut file = file.take().ok_or_else(interrupted)?;
-        tokio::task::spawn_blocking(move || file.sync())
+        let unpacker = unpacker.take().ok_or_else(interrupted)?;
+        tokio::task::spawn_blocking(move || unpacker.finish())
             .await
             .map_err(io::Error::other)??;
         Ok(self.number)
@@ -137,7 +141,7 @@ impl AsyncRead for SnapshotFile {
                 this.pos += n as u64;
                 return Poll::Ready(Ok(()));
             }
-            let Side::Reading(file) = &this.side else {
+            let Side::Reading(packed) = &this.side else {
                 return Poll::Ready(Err(io::Error::other("a received snapshot is not read")));
             };
             let left = this.len.saturating_sub(this.pos);
@@ -146,10 +150,10 @@ impl AsyncRead for SnapshotFile {
             if want == 0 {
                 return Poll::Ready(Ok(()));
             }
-            let (file, pos) = (Arc::clone(file), this.pos);
+            let (packed, pos) = (Arc::clone(packed), this.pos);
             this.pending = Some(tokio::task::spawn_blocking(move || {
                 let mut bytes = vec![0; want];
-                file.read_exact_at(&mut bytes, pos)?;
+                packed.read_exact_at(&mut bytes, pos)?;
                 Ok(Done::Read(bytes))
             }));
         }
@@ -166,7 +170,7 @@ impl AsyncWrite for SnapshotFile {
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         ready!(this.poll_pending(cx))?;
-        let Side::Receiving(file) = &mut this.side else {
+        let Side::Receiving(unpacker) = &mut this.side else {
             return Poll::Ready(Err(io::Error::other(
                 "a snapshot being sent is not written",
             )));
@@ -182,11 +186,11 @@ impl AsyncWrite for SnapshotFile {
         let fresh = buf[repeated..].to_vec();
         this.pos += buf.len() as u64;
         if !fresh.is_empty() {
-            let mut file = file.take().ok_or_else(interrupted)?;
+            let mut unpacker = unpacker.take().ok_or_else(interrupted)?;
             this.len += fresh.len() as u64;
             this.pending = Some(tokio::task::spawn_blocking(move || {
-                file.append(&fresh)?;
-                Ok(Done::Wrote(file))
+                unpacker.write(&fresh)?;
+                Ok(Done::Wrote(unpacker))
             }));
         }
         Poll::Ready(Ok(buf.len()))
@@ -221,7 +225,7 @@ impl AsyncSeek for SnapshotFile {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use siftdb::fs::{FaultInjectionFs, FileSystem};
     use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
@@ -235,57 +239,83 @@ mod tests {
             .unwrap()
     }
 
+    /// A snapshot directory `/from` with one table of 1,000 bytes, and its
+    /// stream.
+    fn source() -> (FaultInjectionFs, PackedDir, Vec<u8>) {
+        let fs = FaultInjectionFs::new();
+        fs.create_dir_all(Path::new("/from")).unwrap();
+        let table: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+        crate::files::write_synced(&fs, Path::new("/from/000001.sst"), &table).unwrap();
+        let packed = PackedDir::open(&fs, Path::new("/from")).unwrap();
+        let mut stream = vec![0; packed.len() as usize];
+        packed.read_exact_at(&mut stream, 0).unwrap();
+        (fs, packed, stream)
+    }
+
+    fn receiving(fs: &FaultInjectionFs) -> SnapshotFile {
+        let unpacker = Unpacker::create(Arc::new(fs.clone()), PathBuf::from("/to")).unwrap();
+        SnapshotFile::receiving(3, unpacker)
+    }
+
     #[test]
     fn chunks_sent_again_are_skipped_and_gaps_refused() {
-        let fs = FaultInjectionFs::new();
-        fs.create_dir_all(Path::new("/s")).unwrap();
-        let path = Path::new("/s/snapshot-3.tar");
+        let (fs, _, stream) = source();
         runtime().block_on(async {
-            let mut file = SnapshotFile::receiving(3, fs.create(path).unwrap());
-            file.write_all(b"0123").await.unwrap();
-            file.seek(SeekFrom::Start(2)).await.unwrap();
-            file.write_all(b"2345").await.unwrap();
-            file.seek(SeekFrom::Start(6)).await.unwrap();
-            file.write_all(b"67").await.unwrap();
-            file.seek(SeekFrom::Start(10)).await.unwrap();
+            let mut file = receiving(&fs);
+            file.write_all(&stream[..600]).await.unwrap();
+            file.seek(SeekFrom::Start(300)).await.unwrap();
+            file.write_all(&stream[300..900]).await.unwrap();
+            file.seek(SeekFrom::Start(1000)).await.unwrap();
             assert!(file.write_all(b"x").await.is_err());
-            file.seek(SeekFrom::Start(8)).await.unwrap();
+            file.seek(SeekFrom::Start(900)).await.unwrap();
+            file.write_all(&stream[900..]).await.unwrap();
             assert_eq!(file.finish().await.unwrap(), 3);
         });
-        // The data is durable; its name is, once the directory is synced.
-        fs.sync_dir(Path::new("/s")).unwrap();
-        assert_eq!(fs.crash().contents(path).unwrap(), b"01234567");
+        let table = Path::new("000001.sst");
+        assert_eq!(
+            fs.crash().contents(&Path::new("/to").join(table)),
+            fs.contents(&Path::new("/from").join(table))
+        );
     }
 
     #[test]
-    fn a_file_is_read_from_any_offset_to_its_end() {
-        let fs = FaultInjectionFs::new();
-        fs.create_dir_all(Path::new("/s")).unwrap();
-        let path = Path::new("/s/snapshot-1.tar");
-        crate::files::write_synced(&fs, path, b"abcdefgh").unwrap();
+    fn a_stream_cut_short_is_not_installed() {
+        let (fs, _, stream) = source();
         runtime().block_on(async {
-            let mut file = SnapshotFile::reading(1, fs.open(path).unwrap()).unwrap();
-            assert_eq!(file.seek(SeekFrom::End(0)).await.unwrap(), 8);
-            file.seek(SeekFrom::Start(3)).await.unwrap();
-            let mut rest = Vec::new();
-            file.read_to_end(&mut rest).await.unwrap();
-            assert_eq!(rest, b"defgh");
-            assert!(file.write_all(b"x").await.is_err());
-            assert!(file.finish().await.is_err(), "a file read is not installed");
+            let mut file = receiving(&fs);
+            file.write_all(&stream[..stream.len() - 512]).await.unwrap();
+            assert!(file.finish().await.is_err());
         });
     }
 
     #[test]
-    fn a_failed_write_fails_the_file() {
-        let fs = FaultInjectionFs::new();
-        fs.create_dir_all(Path::new("/s")).unwrap();
-        let path = Path::new("/s/snapshot-2.tar");
+    fn a_snapshot_is_read_from_any_offset_to_its_end() {
+        let (_fs, packed, stream) = source();
         runtime().block_on(async {
-            let mut file = SnapshotFile::receiving(2, fs.create(path).unwrap());
-            fs.inject(siftdb::fs::FaultOp::Append, "snapshot-2", 1);
-            file.write_all(b"lost").await.unwrap();
+            let mut file = SnapshotFile::reading(1, packed);
+            let end = file.seek(SeekFrom::End(0)).await.unwrap();
+            assert_eq!(end, stream.len() as u64);
+            file.seek(SeekFrom::Start(700)).await.unwrap();
+            let mut rest = Vec::new();
+            file.read_to_end(&mut rest).await.unwrap();
+            assert_eq!(rest, stream[700..]);
+            assert!(file.write_all(b"x").await.is_err());
+            assert!(
+                file.finish().await.is_err(),
+                "a snapshot read is not installed"
+            );
+        });
+    }
+
+    #[test]
+    fn a_failed_write_fails_the_snapshot() {
+        let (fs, _, stream) = source();
+        runtime().block_on(async {
+            let mut file = receiving(&fs);
+            fs.inject(siftdb::fs::FaultOp::Append, "000001", 1);
+            file.write_all(&stream[..800]).await.unwrap();
             assert!(file.flush().await.is_err());
-            assert!(file.write_all(b"more").await.is_err());
+            assert!(file.write_all(&stream[800..]).await.is_err());
             assert!(file.finish().await.is_err());
         });
     }

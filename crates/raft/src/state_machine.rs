@@ -9,7 +9,8 @@
 //! openraft applies the rest again from the log.
 //!
 //! The database lives in `sm/G`, generation `G` named by `sm/CURRENT`; an
-//! installed snapshot unpacks into the next generation, which replaces it.
+//! installed snapshot is copied into the next generation (its tables hard
+//! links), which replaces it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +31,7 @@ use crate::keys;
 use crate::log_store::io_error;
 use crate::purge_gate::PurgeWait;
 use crate::sessions::{self, Verdict};
-use crate::snapshot::{self, Meta, SnapshotBuilder, Snapshots, read_applied};
+use crate::snapshot::{Meta, SnapshotBuilder, Snapshots, read_applied};
 use crate::snapshot_file::SnapshotFile;
 use crate::types::{NodeId, TypeConfig};
 
@@ -266,7 +267,7 @@ impl StateMachine {
         }
     }
 
-    /// Installs a received snapshot: makes its file durable and the
+    /// Installs a received snapshot: makes its files durable and the
     /// current snapshot before the log may be purged up to it, then
     /// replaces the data.
     async fn install(&mut self, meta: &Meta, received: SnapshotFile) -> StorageResult<()> {
@@ -305,8 +306,9 @@ impl StateMachine {
     }
 
     /// Replaces the data with the contents of snapshot `n`, described by
-    /// `meta`: unpacked into the next generation, which `sm/CURRENT` then
-    /// names.
+    /// `meta`: copied into the next generation, which `sm/CURRENT` then
+    /// names. The tables are hard links, not copies: the snapshot's bytes
+    /// were written once, as they arrived.
     async fn load_snapshot(&mut self, n: u64, meta: &Meta) -> StorageResult<()> {
         let fail = |e: &dyn std::error::Error| {
             io_error(
@@ -315,7 +317,7 @@ impl StateMachine {
                 e,
             )
         };
-        let (tar, generation) = (self.snapshots.tar(n), self.generation + 1);
+        let (snapshot, generation) = (self.snapshots.path(n), self.generation + 1);
         let target = self.dir.join(generation.to_string());
         let (expected, settings) = (meta.last_log_id, self.settings.clone());
         let fs = Arc::clone(&self.fs);
@@ -324,7 +326,7 @@ impl StateMachine {
             if files::is_dir(fs.as_ref(), &target) {
                 siftdb::fs::remove_dir_all(fs.as_ref(), &target).map_err(|e| e.to_string())?;
             }
-            snapshot::unpack(fs.as_ref(), &tar, &target).map_err(|e| e.to_string())?;
+            siftdb::copy_database(fs.as_ref(), &snapshot, &target).map_err(|e| e.to_string())?;
             let db = open_data(&fs, &target, &settings).map_err(|e| e.to_string())?;
             let (applied, _) = read_applied(&db)?;
             if applied != expected {

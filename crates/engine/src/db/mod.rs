@@ -31,6 +31,7 @@ use arc_swap::Guard;
 use std::thread::JoinHandle;
 
 pub use builder::DbBuilder;
+pub use checkpoint::copy_database;
 pub use read::DbIter;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
