@@ -3,20 +3,31 @@
 
 use std::collections::BTreeMap;
 
-use siftdb::{Db, Error};
+use siftdb::{Db, DbBuilder, Error};
 
 fn all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     db.range::<Vec<u8>, _>(..).map(Result::unwrap).collect()
 }
 
+/// A database at `path` with small memtables and tables: many tables.
+fn small_tables(path: impl AsRef<std::path::Path>) -> DbBuilder {
+    Db::builder(path)
+        .memtable_bytes(16 << 10)
+        .table_target_bytes(16 << 10)
+}
+
+/// Writes 2,000 keys.
+fn fill(db: &Db) {
+    for i in 0..2_000u32 {
+        db.insert(format!("key{i:05}"), format!("value{i}"))
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_checkpoint_opens_with_every_earlier_write_and_no_later_one() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::builder(dir.path().join("db"))
-        .memtable_bytes(16 << 10)
-        .table_target_bytes(16 << 10)
-        .open()
-        .unwrap();
+    let db = small_tables(dir.path().join("db")).open().unwrap();
     let mut model = BTreeMap::new();
     for i in 0..5_000u32 {
         let key = format!("key{:05}", i * 7 % 5_000).into_bytes();
@@ -78,17 +89,12 @@ fn a_checkpoint_links_the_tables_and_keeps_them_when_the_database_drops_them() {
     use std::os::unix::fs::MetadataExt;
 
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::builder(dir.path().join("db"))
-        .memtable_bytes(16 << 10)
-        .table_target_bytes(16 << 10)
-        // Nothing deletes a table between the checkpoint and the check.
+    // Nothing deletes a table between the checkpoint and the check.
+    let db = small_tables(dir.path().join("db"))
         .background_threads(false)
         .open()
         .unwrap();
-    for i in 0..2_000u32 {
-        db.insert(format!("key{i:05}"), format!("value{i}"))
-            .unwrap();
-    }
+    fill(&db);
     db.flush().unwrap();
     let before = all(&db);
     let copy_dir = dir.path().join("copy");
@@ -126,15 +132,8 @@ fn a_copy_of_a_closed_database_opens_and_changes_on_its_own() {
     use std::os::unix::fs::MetadataExt;
 
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::builder(dir.path().join("db"))
-        .memtable_bytes(16 << 10)
-        .table_target_bytes(16 << 10)
-        .open()
-        .unwrap();
-    for i in 0..2_000u32 {
-        db.insert(format!("key{i:05}"), format!("value{i}"))
-            .unwrap();
-    }
+    let db = small_tables(dir.path().join("db")).open().unwrap();
+    fill(&db);
     let (snapshot, copy) = (dir.path().join("snapshot"), dir.path().join("copy"));
     db.checkpoint(&snapshot).unwrap();
     let expected = all(&db);
