@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use openraft::error::{ClientWriteError, Fatal, RaftError};
+use openraft::error::{ChangeMembershipError, ClientWriteError, Fatal, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -366,7 +366,7 @@ impl Shared {
         let node = BasicNode { addr: member.addr };
         match self.raft.add_learner(member.id, node, true).await {
             Ok(_) => Ok(()),
-            Err(e) => Err(self.membership_error(&e)),
+            Err(e) => Err(membership_error(&e)),
         }
     }
 
@@ -375,7 +375,7 @@ impl Shared {
     pub(crate) async fn change_membership(&self, voters: BTreeSet<NodeId>) -> Result<(), ApiError> {
         match self.raft.change_membership(voters, true).await {
             Ok(_) => Ok(()),
-            Err(e) => Err(self.membership_error(&e)),
+            Err(e) => Err(membership_error(&e)),
         }
     }
 
@@ -395,22 +395,7 @@ impl Shared {
         };
         match self.raft.change_membership(change, false).await {
             Ok(_) => Ok(()),
-            Err(e) => Err(self.membership_error(&e)),
-        }
-    }
-
-    fn membership_error(
-        &self,
-        e: &RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>,
-    ) -> ApiError {
-        match e {
-            RaftError::APIError(ClientWriteError::ForwardToLeader(to)) => ApiError::NotLeader {
-                leader: leader(to.leader_id, to.leader_node.as_ref()),
-            },
-            RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
-                ApiError::Invalid(e.to_string())
-            }
-            e => ApiError::Unavailable(e.to_string()),
+            Err(e) => Err(membership_error(&e)),
         }
     }
 
@@ -489,6 +474,25 @@ fn answer_read(data: &DataHandle, read: Read) -> Result<ReadAnswer, ApiError> {
     }
 }
 
+/// The answer to a membership change openraft refused or failed. A change
+/// made while another is uncommitted is refused, and may be asked again
+/// once that one commits (the client retries it): an `add_learner` retried
+/// after a timeout can return before the change it made is committed.
+fn membership_error(e: &RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>) -> ApiError {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(to)) => ApiError::NotLeader {
+            leader: leader(to.leader_id, to.leader_node.as_ref()),
+        },
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(
+            ChangeMembershipError::InProgress(e),
+        )) => ApiError::Refused(e.to_string()),
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+            ApiError::Invalid(e.to_string())
+        }
+        e => ApiError::Unavailable(e.to_string()),
+    }
+}
+
 /// The answer to a request that met Raft stopped: a node shutting down
 /// may be asked again once it is back, one stopped by a failure not.
 fn stopped(fatal: &Fatal<NodeId>) -> ApiError {
@@ -511,4 +515,32 @@ fn leader(id: Option<NodeId>, node: Option<&BasicNode>) -> Option<Member> {
         id: id?,
         addr: node?.addr.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::error::{EmptyMembership, InProgress};
+    use openraft::{CommittedLeaderId, LogId};
+
+    use super::*;
+
+    fn change_error(e: ChangeMembershipError<NodeId>) -> ApiError {
+        membership_error(&RaftError::APIError(
+            ClientWriteError::ChangeMembershipError(e),
+        ))
+    }
+
+    #[test]
+    fn a_change_while_another_is_uncommitted_is_refused_and_asked_again() {
+        let in_progress = InProgress {
+            committed: Some(LogId::new(CommittedLeaderId::new(0, 0), 0)),
+            membership_log_id: Some(LogId::new(CommittedLeaderId::new(1, 1), 22)),
+        };
+        let answer = change_error(in_progress.into());
+        assert!(matches!(answer, ApiError::Refused(_)), "{answer:?}");
+        assert!(answer.is_retryable());
+        let empty = change_error(EmptyMembership {}.into());
+        assert!(matches!(empty, ApiError::Invalid(_)), "{empty:?}");
+        assert!(!empty.is_retryable());
+    }
 }
