@@ -17,11 +17,11 @@ fn small_tables(path: impl AsRef<std::path::Path>) -> DbBuilder {
 }
 
 /// Writes 2,000 keys.
-fn fill(db: &Db) {
+fn fill(db: &Db) -> siftdb::Result<()> {
     for i in 0..2_000u32 {
-        db.insert(format!("key{i:05}"), format!("value{i}"))
-            .unwrap();
+        db.insert(format!("key{i:05}"), format!("value{i}"))?;
     }
+    Ok(())
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn a_checkpoint_links_the_tables_and_keeps_them_when_the_database_drops_them() {
         .background_threads(false)
         .open()
         .unwrap();
-    fill(&db);
+    fill(&db).unwrap();
     db.flush().unwrap();
     let before = all(&db);
     let copy_dir = dir.path().join("copy");
@@ -133,7 +133,7 @@ fn a_copy_of_a_closed_database_opens_and_changes_on_its_own() {
 
     let dir = tempfile::tempdir().unwrap();
     let db = small_tables(dir.path().join("db")).open().unwrap();
-    fill(&db);
+    fill(&db).unwrap();
     let (snapshot, copy) = (dir.path().join("snapshot"), dir.path().join("copy"));
     db.checkpoint(&snapshot).unwrap();
     let expected = all(&db);
