@@ -91,8 +91,10 @@ impl Snapshots {
     /// before snapshot directories kept (`snapshot-N.tar`).
     fn unpack_legacy(&self, n: u64) -> std::io::Result<()> {
         let tar = self.dir.join(format!("snapshot-{n}.tar"));
-        let Ok(file) = self.fs.open(&tar) else {
-            return Ok(());
+        let file = match self.fs.open(&tar) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
         };
         let dir = self.path(n);
         if files::is_dir(self.fs.as_ref(), &dir) {

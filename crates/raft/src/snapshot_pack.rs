@@ -48,7 +48,9 @@ impl Entry {
 
 impl PackedDir {
     /// The plain files of `dir` (subdirectories are left out), in name
-    /// order, each opened now: a file removed later is still read whole.
+    /// order, each opened now: a file removed later is still read whole, so
+    /// a transfer goes on when a newer snapshot replaces this one. (One
+    /// descriptor per file while it is sent: 16 for 1 GiB of 64 MiB tables.)
     pub(crate) fn open(fs: &dyn FileSystem, dir: &Path) -> io::Result<Self> {
         let mut names = fs.list(dir)?;
         names.sort();
@@ -219,6 +221,14 @@ mod tests {
             .read_exact_at(&mut past, packed.len() - 1)
             .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_snapshot_replaced_while_it_is_sent_is_still_sent_whole() {
+        let (fs, packed) = packed(&[("a", 700), ("b", 900)]);
+        let before = whole(&packed);
+        files::remove(&fs, Path::new("/snap")).unwrap();
+        assert_eq!(whole(&packed), before);
     }
 
     #[test]
