@@ -6,7 +6,8 @@
 //! version keeps them from being deleted, is consistent: after a flush the
 //! tables hold every write up to the newest flushed one, and the WALs are
 //! not needed. The copy is a Raft snapshot's payload (`sift-raft`) and a
-//! backup.
+//! backup; on the database's own file system its tables are links to the
+//! same bytes, so a backup that must outlive the disk is copied elsewhere.
 
 use std::path::Path;
 
