@@ -199,6 +199,8 @@ fn level_json(level: usize, s: &LevelStats) -> Value {
         "scan_filter_probes": s.scan_filter_probes,
         "scan_filter_empty": s.scan_filter_empty,
         "scan_filter_false_positives": s.scan_filter_false_positives,
+        "bytes_written": s.bytes_written,
+        "compaction_bytes_read": s.compaction_bytes_read,
     })
 }
 

@@ -280,7 +280,13 @@ fn empty_short_ranges_skip_tables_by_their_range_filters() {
         assert_eq!(db.range(lo..hi).count(), 0);
     }
     let (probes, empty, false_positives) = scan_counts(&db);
-    assert!(probes - before.0 >= 100, "every range asked a filter");
+    // A range between two tables of a run, or between two L0 runs'
+    // spans, asks none.
+    assert!(
+        probes - before.0 >= 90,
+        "nearly every range asked a filter: {}",
+        probes - before.0
+    );
     assert!(
         empty - before.1 >= 90,
         "nearly all were found empty: {} of {}",

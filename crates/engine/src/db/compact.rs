@@ -165,6 +165,12 @@ impl Inner {
         self.counters.with(|c| {
             c.compactions.add(1);
             c.compaction_bytes_written.add(written);
+            c.level(task.output_level).bytes_written.add(written);
+            for input in &inputs {
+                c.level(input.meta.level as usize)
+                    .compaction_bytes_read
+                    .add(input.meta.file_size);
+            }
         });
         Ok(())
     }

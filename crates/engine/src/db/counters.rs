@@ -50,6 +50,11 @@ pub(super) struct LevelCounters {
     pub scan_probes: Counter,
     pub scan_empty: Counter,
     pub scan_false_positives: Counter,
+    /// Table bytes written into the level: by flushes into L0, by
+    /// compactions into deeper levels.
+    pub bytes_written: Counter,
+    /// Table bytes of the level that compactions read as inputs.
+    pub compaction_bytes_read: Counter,
 }
 
 /// One thread's counters. Aligned so that two shards never share a cache

@@ -72,6 +72,7 @@ impl Inner {
             .cloned()
             .collect();
         let log_number = remaining.last().unwrap_or(&now.active).wal_number();
+        let written = outputs.metas.iter().map(|m| m.file_size).sum();
         let edit = VersionEdit {
             log_number: Some(log_number),
             last_seq: Some(memtable.max_seq()),
@@ -91,7 +92,10 @@ impl Inner {
             // this range names no WAL. A leftover is removed at next open.
             let _ = self.options.fs.remove(&self.file(&filenames::wal(number)));
         }
-        self.counters.with(|c| c.flushes.add(1));
+        self.counters.with(|c| {
+            c.flushes.add(1);
+            c.level(0).bytes_written.add(written);
+        });
         Ok(true)
     }
 

@@ -88,6 +88,12 @@ pub struct LevelStats {
     /// "May hold" answers for tables that held nothing within the scan's
     /// bounds (counted when the scan reached the table's end).
     pub scan_filter_false_positives: u64,
+    /// Table bytes written into this level since open, by flushes (L0) or
+    /// compactions (deeper levels). Summed over the levels and divided by
+    /// the bytes put, it is the write amplification, less the WAL.
+    pub bytes_written: u64,
+    /// Table bytes of this level read by compactions since open.
+    pub compaction_bytes_read: u64,
 }
 
 impl LevelStats {
@@ -149,6 +155,9 @@ pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
                 stats.scan_filter_empty = counters.total(|s| &s.level(index).scan_empty);
                 stats.scan_filter_false_positives =
                     counters.total(|s| &s.level(index).scan_false_positives);
+                stats.bytes_written = counters.total(|s| &s.level(index).bytes_written);
+                stats.compaction_bytes_read =
+                    counters.total(|s| &s.level(index).compaction_bytes_read);
             }
             stats
         })
