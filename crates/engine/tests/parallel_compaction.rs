@@ -72,3 +72,54 @@ fn compactions_in_pieces_and_side_by_side_keep_every_key_and_snapshot() {
     let report = siftdb::verify(dir.path(), &mut |_| {}).unwrap();
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// `wait_for_compactions` returns only when the planner has nothing left:
+/// L0 under its trigger, every deeper level under its target. A thread
+/// could once start a job between the wait and the waiter's own look at
+/// the planner, which then found nothing beside that job and returned with
+/// the job's follow-up work (and sometimes more) still to do.
+#[test]
+fn waiting_for_compactions_leaves_every_level_under_its_trigger() {
+    const L0_TRIGGER: usize = 2;
+    const SIZE_RATIO: u64 = 3;
+    const L1_BYTES: u64 = 32 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::builder(dir.path())
+        .memtable_bytes(16 << 10)
+        .table_target_bytes(4 << 10)
+        .block_bytes(512)
+        .compaction_style(CompactionStyle::Leveled {
+            l0_trigger: L0_TRIGGER,
+            size_ratio: SIZE_RATIO,
+            l1_bytes: L1_BYTES,
+        })
+        .compaction_threads(4)
+        .open()
+        .unwrap();
+    for round in 0..20u32 {
+        for i in 0..1_500u32 {
+            db.insert(key(i * 13 + round), format!("{round}:{i}"))
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        let levels = db.stats().levels;
+        let mut target = L1_BYTES;
+        for (depth, level) in levels.iter().enumerate() {
+            if depth == 0 {
+                assert!(
+                    level.runs < L0_TRIGGER,
+                    "round {round}: L0 holds {} runs",
+                    level.runs
+                );
+            } else {
+                assert!(
+                    level.bytes < target,
+                    "round {round}: L{depth} holds {} bytes, its target is {target}",
+                    level.bytes
+                );
+                target *= SIZE_RATIO;
+            }
+        }
+    }
+}

@@ -100,7 +100,10 @@ impl Leveled {
             .iter()
             .enumerate()
             .map(|(i, level)| match i {
-                0 => (i, Score::new(level.runs.len() as u64, self.l0_trigger as u64)),
+                0 => (
+                    i,
+                    Score::new(level.runs.len() as u64, self.l0_trigger as u64),
+                ),
                 _ => (i, Score::new(level.size(), self.target(i))),
             })
             .filter(|(_, score)| score.is_due())

@@ -6,6 +6,7 @@ use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 
+use super::compact::Compacted;
 use super::{Inner, State, lock};
 
 /// Which background job a thread runs.
@@ -24,7 +25,7 @@ impl Job {
             Self::Flush => inner.flush_oldest(),
             // Backfill only when the planner has nothing to do: compaction
             // rewrites tables anyway, leaves included.
-            Self::Compact => Ok(inner.compact_once()? || inner.backfill_once()?),
+            Self::Compact => Ok(inner.compact_once()?.ran() || inner.backfill_once()?),
         }
     }
 }
@@ -127,7 +128,7 @@ impl Inner {
     pub(super) fn wait_until_idle(&self) -> Result<()> {
         if !self.options.background_threads {
             while self.flush_oldest()? {}
-            while self.compact_once()? {}
+            while self.compact_once()?.ran() {}
             return Ok(());
         }
         loop {
@@ -135,8 +136,10 @@ impl Inner {
                 inner.current().immutables.is_empty() && state.jobs == 0
             })?;
             // Idle threads may still have work the planner would pick (they
-            // start on the next change): run it here to be sure.
-            if !self.compact_once()? {
+            // start on the next change): run it here to be sure. A thread
+            // may also have started a job since the wait; then nothing is
+            // plannable beside it, but its result may be, so wait again.
+            if self.compact_once()? == Compacted::Idle {
                 return Ok(());
             }
         }

@@ -18,10 +18,27 @@ use super::background::panic_message;
 use super::flush::{Outputs, projected_entries};
 use super::{Inner, State, SuperVersion, lock, read, write};
 
+/// What [`Inner::compact_once`] found to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Compacted {
+    /// It ran a compaction.
+    Ran,
+    /// Nothing beside the jobs under way, whose results may call for more.
+    Blocked,
+    /// Nothing, and no job under way: the shape is at rest.
+    Idle,
+}
+
+impl Compacted {
+    pub(super) fn ran(self) -> bool {
+        self == Self::Ran
+    }
+}
+
 impl Inner {
     /// Runs the compaction the planner picks next beside those under way,
-    /// if any; `false` when there is nothing to do now.
-    pub(super) fn compact_once(&self) -> Result<bool> {
+    /// if any.
+    pub(super) fn compact_once(&self) -> Result<Compacted> {
         let _beside_others = read(&self.compaction_lock);
         let (version, task, _in_flight) = {
             let mut state = lock(&self.state);
@@ -37,12 +54,15 @@ impl Inner {
                 self.options.table_target_bytes,
             );
             let Some(task) = task else {
-                return Ok(false);
+                return Ok(match state.jobs {
+                    0 => Compacted::Idle,
+                    _ => Compacted::Blocked,
+                });
             };
             let in_flight = self.start_job(&mut state, Some(task.clone()));
             (version, task, in_flight)
         };
-        self.merge(&version, &task).map(|()| true)
+        self.merge(&version, &task).map(|()| Compacted::Ran)
     }
 
     /// Flushes, then compacts every table overlapping `range` (all tables
