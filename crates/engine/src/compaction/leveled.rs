@@ -348,8 +348,8 @@ mod tests {
         let l1 = one_run(vec![t(1, 150, "a", "m"), t(2, 150, "n", "z")]);
         let task = plan(&[l0.clone(), l1]).unwrap();
         assert_eq!((task.inputs, task.output_level), (vec![(1, vec![1])], 2));
-        // L1 under three times its target, L0 at three times its trigger
-        // with the tie to L0: L0 goes first.
+        // L1 at three times its target and L0 at three times its trigger:
+        // a tie, which goes to the shallower level, L0.
         let l0 = level(vec![
             run(7, vec![t(7, 1, "a", "z")]),
             run(6, vec![t(6, 1, "a", "z")]),
