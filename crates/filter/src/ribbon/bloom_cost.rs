@@ -142,7 +142,14 @@ mod tests {
             let full = (1..=MAX_PROBES)
                 .map(|k| fpr_with_probes(lambda, k))
                 .fold(1.0, f64::min);
-            assert_eq!(best_fpr(lambda), full, "{} bits/key", f64::from(i) * 0.5);
+            // Equal up to rounding: where `k` is known at compile time,
+            // `powi` may be unrolled into other multiplications than the
+            // runtime's, which moved the last bits in one build.
+            let (best, bits) = (best_fpr(lambda), f64::from(i) * 0.5);
+            assert!(
+                (best - full).abs() <= 1e-12 * full,
+                "{bits} bits/key: {best} vs {full}"
+            );
         }
     }
 
