@@ -16,6 +16,7 @@ mod db;
 mod filters;
 mod raft;
 mod raft_catchup;
+mod scale;
 mod scratch;
 #[cfg(unix)]
 mod stress;
@@ -45,6 +46,8 @@ enum Command {
     Raft(raft::Args),
     /// A follower far behind catches up by snapshot (against copying the file), and a node's memory under a full scan and a find.
     RaftCatchup(raft_catchup::Args),
+    /// Point lookups with the tables' filters and indexes under a memory budget, against RocksDB with them in its block cache.
+    Scale(scale::Args),
     /// Random operations from several threads checked against an expected state, with SIGKILLs and reopens.
     #[cfg(unix)]
     Stress(stress::Args),
@@ -58,6 +61,7 @@ fn main() -> anyhow::Result<()> {
         Command::Txn(args) => txn::run(&args),
         Command::Raft(args) => raft::run(&args),
         Command::RaftCatchup(args) => raft_catchup::run(&args),
+        Command::Scale(args) => scale::run(&args),
         #[cfg(unix)]
         Command::Stress(args) => stress::run(&args),
     }

@@ -75,7 +75,7 @@ fn configure(options: NodeOptions) -> NodeOptions {
 }
 
 /// Resident and peak resident bytes of this process.
-fn memory() -> anyhow::Result<(u64, u64)> {
+pub(crate) fn memory() -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     let field = |name: &str| -> anyhow::Result<u64> {
         let line = status

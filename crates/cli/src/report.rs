@@ -53,7 +53,22 @@ pub fn levels(out: &mut Output, stats: &Stats) -> Outcome {
     out.line(
         "(scan filt.: prefix and range filter bytes; scans: bounded or prefix scans that asked \
          them; empty: tables skipped; FP: tables read that held nothing in the scan's bounds)",
-    )
+    )?;
+    let total = |field: fn(&LevelStats) -> u64| stats.levels.iter().map(field).sum::<u64>();
+    let unread: usize = stats.levels.iter().map(|l| l.tables_unread).sum();
+    out.line(format!(
+        "table metadata in memory: {} of {} budget; {} loads, {} evictions, {} transient loads{}",
+        human_bytes(stats.filter_memory_resident),
+        human_bytes(stats.filter_memory_budget),
+        total(|l| l.metadata_loads),
+        total(|l| l.metadata_evictions),
+        total(|l| l.transient_loads),
+        if unread > 0 {
+            format!("; {unread} tables not read since open (left out above)")
+        } else {
+            String::new()
+        },
+    ))
 }
 
 /// Prints one row per value index: what it extracts and how many tables carry its filter.
@@ -201,6 +216,11 @@ fn level_json(level: usize, s: &LevelStats) -> Value {
         "scan_filter_false_positives": s.scan_filter_false_positives,
         "bytes_written": s.bytes_written,
         "compaction_bytes_read": s.compaction_bytes_read,
+        "tables_unread": s.tables_unread,
+        "resident_bytes": s.resident_bytes,
+        "metadata_loads": s.metadata_loads,
+        "metadata_evictions": s.metadata_evictions,
+        "transient_loads": s.transient_loads,
     })
 }
 

@@ -26,7 +26,7 @@ use crate::batch::{WriteBatch, decode_record};
 use crate::encoding::Decoder;
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::ValueKind;
-use crate::log::{HEADER_LEN, LogKind, LogWriter, Tail, read_log};
+use crate::log::{HEADER_LEN, LogKind, LogStream, LogWriter, Tail, collect, read_log};
 use crate::manifest::edit::{decode_edit, encode_edit};
 use crate::sstable::filters::value::{BlockFilters, decode_directory, encode_directory};
 
@@ -149,11 +149,17 @@ pub fn value_filter_directory(data: &[u8]) {
     );
 }
 
-/// A whole log file (`log/reader.rs`, `read_log`), read as a WAL and as a
-/// manifest; each record it yields goes on to [`write_batch`] or
+/// Chunk sizes a log is also streamed in by [`log_file`]: a window far
+/// smaller than the input, so records, headers and the search for a valid
+/// record after a bad one straddle refills.
+const SMALL_CHUNKS: [usize; 3] = [1, 7, 64];
+
+/// A whole log file (`log/stream.rs` through `read_log`), read as a WAL and
+/// as a manifest; each record it yields goes on to [`write_batch`] or
 /// [`version_edit`]. What it keeps must be the file up to `valid_len`, which
 /// rewriting its records reproduces (checksum fields aside in fuzz builds,
-/// where checksums are not checked).
+/// where checksums are not checked). Streamed in small chunks, the log must
+/// read the same as in one.
 pub fn log_file(data: &[u8]) {
     for kind in [LogKind::Wal, LogKind::Manifest] {
         let fs = FaultInjectionFs::new();
@@ -163,6 +169,14 @@ pub fn log_file(data: &[u8]) {
             .and_then(|()| fs.create(path))
             .and_then(|mut file| file.append(data));
         assert!(stored.is_ok(), "the in-memory file system failed");
+        let whole = streamed(&fs, path, kind, data.len());
+        for chunk in SMALL_CHUNKS {
+            assert_eq!(
+                streamed(&fs, path, kind, chunk),
+                whole,
+                "streamed in {chunk}-byte chunks, the log reads differently"
+            );
+        }
         let Ok(contents) = read_log(&fs, path, kind) else {
             continue;
         };
@@ -199,6 +213,20 @@ pub fn log_file(data: &[u8]) {
             }
         }
     }
+}
+
+/// The records, `valid_len` and tail of `path` streamed `chunk` bytes at a
+/// time, or the error as text.
+fn streamed(
+    fs: &FaultInjectionFs,
+    path: &Path,
+    kind: LogKind,
+    chunk: usize,
+) -> Result<(Vec<Vec<u8>>, u64, Tail), String> {
+    LogStream::with_chunk(fs, path, kind, chunk)
+        .and_then(collect)
+        .map(|contents| (contents.records, contents.valid_len, contents.tail))
+        .map_err(|err| err.to_string())
 }
 
 /// A log of `kind` holding `records`, as [`LogWriter`] writes it.

@@ -29,6 +29,8 @@ pub fn run(db: &Path, args: &StatsArgs, out: &mut Output) -> Outcome {
             "bytes": stats.levels.iter().map(|l| l.bytes).sum::<u64>(),
             "entries": stats.levels.iter().map(|l| l.entries).sum::<u64>(),
             "filter_bytes": stats.levels.iter().map(|l| l.filter_bytes).sum::<u64>(),
+            "filter_memory_resident": stats.filter_memory_resident,
+            "filter_memory_budget": stats.filter_memory_budget,
             "absent_keys_probed": probed,
             "levels": report::levels_json(&stats),
             "indexes": indexes.iter().map(report::index_json).collect::<Vec<_>>(),

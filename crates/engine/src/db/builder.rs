@@ -23,6 +23,9 @@ const DEFAULT_TXN_HISTORY_BYTES: usize = 64 << 20;
 /// of 1,024 descriptors per process, leaving room for the application.
 const DEFAULT_MAX_OPEN_FILES: usize = 500;
 
+/// Default [`DbBuilder::filter_memory_bytes`].
+const DEFAULT_FILTER_MEMORY_BYTES: u64 = 256 << 20;
+
 /// Every setting of an open database (the builder's result).
 #[derive(Debug, Clone)]
 pub(super) struct Options {
@@ -34,6 +37,7 @@ pub(super) struct Options {
     pub block_bytes: usize,
     pub restart_interval: usize,
     pub block_cache_bytes: u64,
+    pub filter_memory_bytes: u64,
     pub max_open_files: usize,
     pub compression: Compression,
     pub compaction: CompactionStyle,
@@ -77,6 +81,7 @@ impl DbBuilder {
                 block_bytes: 4096,
                 restart_interval: 16,
                 block_cache_bytes: 64 << 20,
+                filter_memory_bytes: DEFAULT_FILTER_MEMORY_BYTES,
                 max_open_files: DEFAULT_MAX_OPEN_FILES,
                 compression: Compression::None,
                 compaction: CompactionStyle::default(),
@@ -125,16 +130,29 @@ impl DbBuilder {
     }
 
     /// Capacity of the cache of data blocks (default 64 MiB). Filters and
-    /// indexes are pinned outside it.
+    /// indexes are held apart, under [`DbBuilder::filter_memory_bytes`].
     pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
         self.options.block_cache_bytes = bytes;
         self
     }
 
+    /// Budget of the tables' metadata held in memory: indexes, key,
+    /// prefix, range and value filters, and properties (default 256 MiB,
+    /// which holds every filter of a store of about 150M keys at 10 bits
+    /// per key). A table's metadata is read at its first use, not at open,
+    /// and kept while it fits; past the budget the tables used least per
+    /// byte are dropped, and one used less than all of them is read for
+    /// each use and not kept. Resident bytes never exceed it.
+    pub fn filter_memory_bytes(mut self, bytes: u64) -> Self {
+        self.options.filter_memory_bytes = bytes;
+        self
+    }
+
     /// Most table files held open at once (default 500; at least 16).
-    /// Tables beyond it keep their filters and index in memory and reopen
-    /// their file when a data block must be read, so a database may hold
-    /// far more tables than the process may open files (`ulimit -n`).
+    /// Tables beyond it keep their metadata in memory (within
+    /// [`DbBuilder::filter_memory_bytes`]) and reopen their file when a
+    /// data block must be read, so a database may hold far more tables
+    /// than the process may open files (`ulimit -n`).
     pub fn max_open_files(mut self, files: usize) -> Self {
         self.options.max_open_files = files;
         self

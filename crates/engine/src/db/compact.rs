@@ -137,13 +137,16 @@ impl Inner {
             run => run,
         };
         let oldest_snapshot = self.oldest_snapshot();
+        // Read once for every piece; inputs not resident are not kept.
+        let tables = inputs
+            .iter()
+            .map(|t| t.table_for_pass())
+            .collect::<Result<Vec<_>>>()?;
         let merge_piece = |(lower, upper): &UserBounds| {
             // Newest first: levels top-down, runs within a level newest first.
-            let sources: Vec<BoxedSource<'static>> = inputs
+            let sources: Vec<BoxedSource<'static>> = tables
                 .iter()
-                .map(|t| {
-                    Box::new(t.table.iter(lower.clone(), upper.clone())) as BoxedSource<'static>
-                })
+                .map(|t| Box::new(t.iter(lower.clone(), upper.clone())) as BoxedSource<'static>)
                 .collect();
             let entries =
                 GarbageFilter::new(MergeIter::new(sources), oldest_snapshot, task.bottommost);

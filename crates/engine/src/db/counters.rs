@@ -16,8 +16,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-/// Levels with their own probe counters; deeper levels share the last slot.
-pub(super) const COUNTED_LEVELS: usize = 8;
+pub(super) use crate::version::COUNTED_LEVELS;
 
 /// One statistic in one shard.
 #[derive(Debug, Default)]

@@ -235,10 +235,10 @@ impl Inner {
         let props = builder.finish()?;
         let path = self.file(&filenames::table(id));
         let table = Arc::new(Table::open_shared(
-            &self.files,
+            &self.tables.files,
             path,
             id,
-            Arc::clone(&self.cache),
+            Arc::clone(&self.tables.cache),
         )?);
         let meta = TableMeta {
             id,
@@ -251,11 +251,7 @@ impl Inner {
             min_seq: props.min_seq,
             max_seq: props.max_seq,
         };
-        let live = Arc::new(LiveTable::new(
-            meta.clone(),
-            table,
-            Arc::clone(&self.options.fs),
-        ));
+        let live = Arc::new(LiveTable::written(meta.clone(), table, &self.tables));
         outputs.opened.insert(id, live);
         outputs.metas.push(meta);
         Ok(())

@@ -46,8 +46,8 @@ use crate::log::LogWriter;
 use crate::manifest::VersionEdit;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
-use crate::sstable::{BlockCache, OpenFiles};
 use crate::value_def::IndexRecord;
+use crate::version::SharedTables;
 use crate::version::{LiveTable, Version, VersionSet};
 use builder::Options;
 use counters::Counters;
@@ -146,9 +146,10 @@ struct Inner {
     visible_seq: AtomicU64,
     /// The live value indexes; replaced under `state`.
     indexes: ArcSwap<Vec<IndexRecord>>,
-    cache: Arc<BlockCache>,
-    /// Table files held open, under `max_open_files`.
-    files: Arc<OpenFiles>,
+    /// The block cache, the table files held open (under
+    /// `max_open_files`) and the resident tables' metadata (under
+    /// `filter_memory_bytes`).
+    tables: Arc<SharedTables>,
 
     // Locks.
     /// Writers waiting for their group; its lock is never held while
@@ -501,7 +502,8 @@ impl Db {
     #[must_use]
     pub fn stats(&self) -> Stats {
         let version = Arc::clone(&self.inner.current().version);
-        let mut stats = stats::snapshot(&self.inner.counters, &version);
+        let mut stats =
+            stats::snapshot(&self.inner.counters, &version, &self.inner.tables.residency);
         stats.indexes = self.inner.index_stats(&version);
         stats.wal_recovery.clone_from(&self.inner.wal_recovery);
         stats

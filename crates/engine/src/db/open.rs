@@ -1,9 +1,13 @@
 //! Opening a database: lock, manifest replay, WAL replay, cleanup.
 //!
 //! Recovery never modifies what it reads until a new, complete state is
-//! durable: WAL contents are written to a level-0 table, a new manifest
-//! naming it is installed through CURRENT, and only then are old WALs and
-//! manifests deleted. A crash at any point leaves the previous state.
+//! durable: a new manifest recording the manifest's state is installed
+//! through CURRENT; WAL contents are written to level-0 tables as replay
+//! goes, a memtable's worth at a time, each logged with its last sequence
+//! number but not the log number; only once replay is done does an edit
+//! retire the replayed WALs, and only then are old WALs and manifests
+//! deleted. A crash at any point leaves a state from which replay repeats
+//! (`wal_replay.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -18,9 +22,9 @@ use crate::log::{LogKind, LogWriter};
 use crate::manifest::{FileKind, VersionEdit, filenames, read_current, read_manifest, replay};
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
-use crate::sstable::{BlockCache, OpenFiles, Table};
+use crate::sstable::{BlockCache, OpenFiles};
 use crate::value_def::IndexRecord;
-use crate::version::{LiveTable, Start, Version, VersionSet};
+use crate::version::{LiveTable, Residency, SharedTables, Start, Version, VersionSet};
 
 use super::builder::Options;
 use super::counters::Counters;
@@ -44,8 +48,6 @@ struct Recovered {
     last_seq: SeqNo,
     /// The live value indexes.
     indexes: Vec<IndexRecord>,
-    /// What point-in-time WAL recovery dropped, if anything.
-    wal_stopped: Option<String>,
 }
 
 impl Db {
@@ -58,9 +60,13 @@ impl Db {
             .try_lock(&lock_path)
             .map_err(|e| Error::io(&lock_path, e))?
             .ok_or_else(|| Error::Locked { path: dir.clone() })?;
-        let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-        let files = Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files));
-        let mut recovered = recover_version(&options, &cache, &files)?;
+        let tables = Arc::new(SharedTables {
+            fs: Arc::clone(&fs),
+            files: Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files)),
+            cache: Arc::new(BlockCache::new(options.block_cache_bytes)),
+            residency: Residency::new(options.filter_memory_bytes),
+        });
+        let mut recovered = recover_version(&options, &tables)?;
         recovered.indexes = crate::db::value::resolve(
             &options,
             &recovered.version,
@@ -68,7 +74,7 @@ impl Db {
             &mut recovered.next_file_number,
         )?;
 
-        // Replay the WALs the manifest does not cover into one memtable.
+        // The WALs the manifest does not cover.
         let names = fs.list(&dir).map_err(|e| Error::io(&dir, e))?;
         let mut wals: Vec<u64> = names
             .iter()
@@ -78,7 +84,6 @@ impl Db {
             })
             .collect();
         wals.sort_unstable();
-        let replayed = Arc::new(Memtable::new(0));
         if recovered.log_number > 0 && !wals.contains(&recovered.log_number) {
             // The WAL an edit names is deleted only after a later edit
             // supersedes it: the manifest lost its newest edits.
@@ -91,24 +96,25 @@ impl Db {
                 ),
             ));
         }
-        let replay = wal_replay::replay_wals(
-            fs.as_ref(),
-            &dir,
-            &wals,
-            recovered.last_seq,
-            options.wal_recovery,
-            &replayed,
-        )?;
-        recovered.last_seq = replay.last_seq;
-        recovered.wal_stopped = replay.stopped;
+        // The new WAL comes after every old one.
         recovered.next_file_number = recovered
             .next_file_number
             .max(wals.last().map_or(0, |n| n + 1));
+        let (mode, memtable_bytes) = (options.wal_recovery, options.memtable_bytes);
+        let last_seq = recovered.last_seq;
 
-        let inner = Inner::assemble(options, cache, files, guard, recovered)?;
-        if !replayed.is_empty() {
-            inner.flush_recovered(&replayed)?;
-        }
+        // Replay them, each full memtable flushed as it fills: recovery
+        // holds one memtable, whatever the WALs' size.
+        let mut inner = Inner::assemble(options, tables, guard, recovered)?;
+        let mut flush = |memtable: &Memtable| inner.flush_recovered(memtable);
+        let sink = wal_replay::Sink::new(memtable_bytes, &mut flush);
+        let replay = wal_replay::replay_wals(fs.as_ref(), &dir, &wals, last_seq, mode, sink)?;
+        // What replay found, set before anything else sees `inner`.
+        inner.wal_recovery = replay.stopped;
+        *inner.visible_seq.get_mut() = replay.last_seq;
+        super::lock(&inner.writer).last_seq = replay.last_seq;
+        let inner = Arc::new(inner);
+
         inner.start_fresh_manifest()?;
         inner.delete_obsolete_files()?;
         let threads = if inner.options.background_threads {
@@ -121,12 +127,8 @@ impl Db {
 }
 
 /// Replays CURRENT's manifest (or starts an empty version for a new
-/// database) and opens every live table.
-fn recover_version(
-    options: &Options,
-    cache: &Arc<BlockCache>,
-    files: &Arc<OpenFiles>,
-) -> Result<Recovered> {
+/// database); its tables are read at first use.
+fn recover_version(options: &Options, tables: &Arc<SharedTables>) -> Result<Recovered> {
     let fs = options.fs.as_ref();
     let dir = &options.path;
     let Some(manifest_name) = read_current(fs, dir)? else {
@@ -153,7 +155,6 @@ fn recover_version(
             log_number: 0,
             last_seq: 0,
             indexes: Vec::new(),
-            wal_stopped: None,
         });
     };
     let edits = read_manifest(fs, dir, &manifest_name)?;
@@ -170,20 +171,25 @@ fn recover_version(
     if let Some(overlap) = state.overlapping_runs().into_iter().next() {
         return Err(Error::corruption(&manifest_path, 0, overlap));
     }
+    // Tables are read at first use (`version::residency`): open checks
+    // only that each file the manifest names exists, in one listing.
+    let present: BTreeSet<String> = fs
+        .list(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .into_iter()
+        .collect();
     let mut opened = BTreeMap::new();
     for meta in state.tables.values() {
-        let path = dir.join(filenames::table(meta.id));
-        let table = match Table::open_shared(files, path.clone(), meta.id, Arc::clone(cache)) {
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::corruption(
-                    &manifest_path,
-                    0,
-                    format!("names table {} which is missing", path.display()),
-                ));
-            }
-            other => other?,
-        };
-        let live = LiveTable::new(meta.clone(), Arc::new(table), Arc::clone(&options.fs));
+        let name = filenames::table(meta.id);
+        let path = dir.join(&name);
+        if !present.contains(&name) {
+            return Err(Error::corruption(
+                &manifest_path,
+                0,
+                format!("names table {} which is missing", path.display()),
+            ));
+        }
+        let live = LiveTable::new(meta.clone(), path, tables);
         opened.insert(meta.id, Arc::new(live));
     }
     let all = VersionEdit {
@@ -200,18 +206,16 @@ fn recover_version(
         log_number: state.log_number,
         last_seq: state.last_seq,
         indexes: state.indexes,
-        wal_stopped: None,
     })
 }
 
 impl Inner {
     fn assemble(
         options: Options,
-        cache: Arc<BlockCache>,
-        files: Arc<OpenFiles>,
+        tables: Arc<SharedTables>,
         guard: Box<dyn crate::fs::LockGuard>,
         recovered: Recovered,
-    ) -> Result<Arc<Self>> {
+    ) -> Result<Self> {
         let fs = Arc::clone(&options.fs);
         let wal_number = recovered.next_file_number;
         let wal_path = options.path.join(filenames::wal(wal_number));
@@ -231,9 +235,8 @@ impl Inner {
                 compaction_style: style_tag(&options.compaction),
             },
         )?;
-        let inner = Arc::new(Self {
-            cache,
-            files,
+        Ok(Self {
+            tables,
             counters: Counters::default(),
             visible_seq: AtomicU64::new(recovered.last_seq),
             current: ArcSwap::from_pointee(SuperVersion {
@@ -264,15 +267,16 @@ impl Inner {
             indexes: ArcSwap::from_pointee(recovered.indexes),
             value_leaves: crate::db::value::IndexLeaves::new(options.value_index_order),
             txn_counters: crate::txn::TxnCounters::default(),
-            wal_recovery: recovered.wal_stopped,
+            // Set once the WALs are replayed.
+            wal_recovery: None,
             options,
             _lock: guard,
-        });
-        Ok(inner)
+        })
     }
 
-    /// Writes what the WALs held to a level-0 table.
-    fn flush_recovered(&self, replayed: &Arc<Memtable>) -> Result<()> {
+    /// Writes a memtable of replayed WAL records to a level-0 table. The
+    /// edit carries no log number: the WALs stay until replay is done.
+    fn flush_recovered(&self, replayed: &Memtable) -> Result<()> {
         let current = self.current();
         let entries = replayed.entries();
         let projected =

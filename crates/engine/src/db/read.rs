@@ -10,8 +10,8 @@ use crate::batch::MAX_KEY_LEN;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, VisibleIter};
 use crate::key::{SeqNo, ValueKind};
-use crate::sstable::{ScanProbe, SharedBounds};
-use crate::version::LiveTable;
+use crate::sstable::{ScanProbe, SharedBounds, Table};
+use crate::version::TableRef;
 
 use super::counters::{LevelCounters, Shard};
 use super::run_iter::{RunIter, ScanFiltering};
@@ -224,39 +224,36 @@ impl Inner {
         blocks_read: &mut u64,
     ) -> Result<()> {
         let mut scratch = Vec::new();
-        // (pending position, table) of the keys a run may hold.
-        let mut probes: Vec<(usize, &Arc<LiveTable>)> = Vec::with_capacity(pending.len());
+        // (pending position, table id, table) of the keys a run may hold.
+        let mut probes: Vec<(usize, u64, TableRef)> = Vec::with_capacity(pending.len());
         let mut settled = vec![false; pending.len()];
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = counters.level(level);
             for run in &tables.runs {
                 probes.clear();
                 for (p, &(i, hash)) in pending.iter().enumerate() {
-                    if let Some(table) = run.table_for_at(keys[i], seq) {
-                        table.table.prefetch_filter(keys[i], hash);
-                        probes.push((p, table));
+                    if let Some(live) = run.table_for_at(keys[i], seq) {
+                        let table = live.table()?;
+                        table.prefetch_filter(keys[i], hash);
+                        probes.push((p, live.meta.id, table));
                     }
                 }
-                probes.retain(|&(p, table)| {
-                    let (i, hash) = pending[p];
+                probes.retain(|(p, _, table)| {
+                    let (i, hash) = pending[*p];
                     probe_filter(counters, table, keys[i], hash)
                 });
                 // In key order, so keys of one block follow each other.
-                probes.sort_unstable_by_key(|&(p, table)| (table.meta.id, keys[pending[p].0]));
+                probes.sort_unstable_by_key(|&(p, id, _)| (id, keys[pending[p].0]));
                 let mut last = None;
                 let mut last_table = None;
-                for &(p, table) in &probes {
-                    if last_table != Some(table.meta.id) {
-                        (last, last_table) = (None, Some(table.meta.id));
+                for (p, id, table) in &probes {
+                    let p = *p;
+                    if last_table != Some(*id) {
+                        (last, last_table) = (None, Some(*id));
                     }
                     let i = pending[p].0;
-                    let hit = table.table.lookup_reusing(
-                        keys[i],
-                        seq,
-                        &mut last,
-                        blocks_read,
-                        &mut scratch,
-                    )?;
+                    let hit =
+                        table.lookup_reusing(keys[i], seq, &mut last, blocks_read, &mut scratch)?;
                     match hit {
                         Some(hit) => {
                             found[i] = Some(hit);
@@ -265,7 +262,7 @@ impl Inner {
                         None => counters.false_positives.add(1),
                     }
                 }
-                if probes.iter().any(|&(p, _)| settled[p]) {
+                if probes.iter().any(|&(p, _, _)| settled[p]) {
                     let mut flags = settled.iter();
                     pending.retain(|_| !flags.next().is_some_and(|&s| s));
                     settled.clear();
@@ -302,10 +299,11 @@ impl Inner {
                 if !scope.wants(table.meta.max_seq) {
                     continue;
                 }
-                if !probe_filter(counters, table, key, hash) {
+                let table = table.table()?;
+                if !probe_filter(counters, &table, key, hash) {
                     continue;
                 }
-                match table.table.lookup(key, seq, blocks_read, scratch)? {
+                match table.lookup(key, seq, blocks_read, scratch)? {
                     Some(found) => return Ok(Some(found)),
                     None => counters.false_positives.add(1),
                 }
@@ -416,8 +414,8 @@ impl DoubleEndedIterator for DbIter {
 
 /// Asks `table`'s filter about `key` (which lies in the table's key range)
 /// and counts the probe: whether the table may hold the key.
-fn probe_filter(counters: &LevelCounters, table: &LiveTable, key: &[u8], hash: KeyHash) -> bool {
-    let may_contain = table.table.may_contain_in_range(key, hash);
+fn probe_filter(counters: &LevelCounters, table: &Table, key: &[u8], hash: KeyHash) -> bool {
+    let may_contain = table.may_contain_in_range(key, hash);
     counters.probes.add(1);
     counters.negatives.add(u64::from(!may_contain));
     may_contain

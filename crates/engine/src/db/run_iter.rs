@@ -149,19 +149,22 @@ impl RunIter {
     }
 
     /// Opens table `at` of the run, unless its filters rule the scan out.
-    fn open(&self, at: usize) -> Option<Box<Opened>> {
-        let table = &self.table(at)?.table;
+    fn open(&self, at: usize) -> Result<Option<Box<Opened>>> {
+        let Some(live) = self.table(at) else {
+            return Ok(None);
+        };
+        let table = live.table_arc()?;
         let admitted = match (self.admitted, &self.filtering) {
             (Some((asked, admitted)), _) if asked == at => admitted,
-            (_, Some(filtering)) => filtering.admits(self.level, table, &self.bounds),
+            (_, Some(filtering)) => filtering.admits(self.level, &table, &self.bounds),
             (_, None) => Admitted::Unfiltered,
         };
-        (admitted != Admitted::No).then(|| {
+        Ok((admitted != Admitted::No).then(|| {
             Box::new(Opened {
                 iter: table.iter_shared(&self.bounds),
                 unproven: (admitted == Admitted::ByFilter).then_some(Claim::InBounds),
             })
-        })
+        }))
     }
 
     /// The next item of `end`'s table, counting a false positive (in
@@ -212,9 +215,15 @@ impl Source for RunIter {
             if table.smallest_user_key() > key {
                 return true;
             }
+            let largest = table.largest_user_key();
+            // A table that cannot be read is not skipped: opening it
+            // reports the damage.
+            let Ok(table) = table.table_arc() else {
+                return false;
+            };
             let for_scan = match self.admitted {
                 Some((asked, admitted)) if asked == at => admitted,
-                _ => filtering.admits(self.level, &table.table, &self.bounds),
+                _ => filtering.admits(self.level, &table, &self.bounds),
             };
             self.admitted = Some((at, for_scan));
             if for_scan == Admitted::No {
@@ -229,20 +238,20 @@ impl Source for RunIter {
                 Some(floor) => Bound::Excluded(floor.as_slice()),
                 None => self.bounds.0.as_ref().map(Vec::as_slice),
             };
-            let within = key < table.largest_user_key();
+            let within = key < largest;
             let upper = if within {
                 Bound::Included(key)
             } else {
                 self.bounds.1.as_ref().map(Vec::as_slice)
             };
-            match filtering.count(self.level, table.table.range_may_hold(lower, upper)) {
+            match filtering.count(self.level, table.range_may_hold(lower, upper)) {
                 Admitted::No if within => {
                     self.floor = Some(key.to_vec());
                     return true;
                 }
                 Admitted::No => self.pending.start += 1,
                 Admitted::ByFilter => {
-                    let iter = table.table.iter_shared(&self.bounds);
+                    let iter = table.iter_shared(&self.bounds);
                     let claim = Claim::Through(key.to_vec());
                     self.front = Some(Box::new(Opened {
                         iter,
@@ -289,7 +298,10 @@ impl Iterator for RunIter {
                 return Some(item);
             }
             match self.pending.next() {
-                Some(at) => self.front = self.open(at),
+                Some(at) => match self.open(at) {
+                    Ok(opened) => self.front = opened,
+                    Err(e) => return Some(Err(e)),
+                },
                 // Every table is open: the rest is in the back end's table,
                 // which is double-ended and never repeats an entry.
                 None => return Self::step(filtering, level, &mut self.back, Iterator::next),
@@ -307,7 +319,10 @@ impl DoubleEndedIterator for RunIter {
                 return Some(item);
             }
             match self.pending.next_back() {
-                Some(at) => self.back = self.open(at),
+                Some(at) => match self.open(at) {
+                    Ok(opened) => self.back = opened,
+                    Err(e) => return Some(Err(e)),
+                },
                 None => return Self::step(filtering, level, &mut self.front, back),
             }
         }

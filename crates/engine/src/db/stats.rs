@@ -1,7 +1,7 @@
 //! Statistics: always on; counted per thread (`counters.rs`), summed here.
 
 use super::counters::{COUNTED_LEVELS, Counter, Counters, Shard};
-use crate::version::Version;
+use crate::version::{Residency, Version};
 
 /// What [`Db::stats`](crate::Db::stats) reports: counters since open, and
 /// the shape of the current version.
@@ -40,6 +40,12 @@ pub struct Stats {
     pub compaction_bytes_written: u64,
     /// One entry per level, L0 first.
     pub levels: Vec<LevelStats>,
+    /// Bytes of table metadata (indexes and filters) resident now, never
+    /// over [`Stats::filter_memory_budget`].
+    pub filter_memory_resident: u64,
+    /// The budget of resident metadata
+    /// ([`DbBuilder::filter_memory_bytes`](crate::DbBuilder::filter_memory_bytes)).
+    pub filter_memory_budget: u64,
     /// One entry per value index, in the order they were defined.
     pub indexes: Vec<crate::db::value::IndexStats>,
     /// Where [`WalRecovery::PointInTime`](crate::WalRecovery::PointInTime)
@@ -61,10 +67,14 @@ pub struct LevelStats {
     pub bytes: u64,
     /// Entries (versions, tombstones included).
     pub entries: u64,
+    /// Tables whose metadata has not been read since open (metadata is
+    /// read at first use): the figures from `distinct_keys` to
+    /// `scan_filter_bytes` leave them out.
+    pub tables_unread: usize,
     /// Distinct user keys summed over the level's tables: what its filters
     /// hold.
     pub distinct_keys: u64,
-    /// Bytes of key filters (pinned in memory).
+    /// Bytes of key filters.
     pub filter_bytes: u64,
     /// Filter bits per distinct key of the level.
     pub filter_bits_per_key: f64,
@@ -78,8 +88,19 @@ pub struct LevelStats {
     pub filter_negatives: u64,
     /// "Maybe" answers for tables without the key.
     pub filter_false_positives: u64,
-    /// Bytes of scan filters (prefix and range filters, pinned in memory).
+    /// Bytes of scan filters (prefix and range filters).
     pub scan_filter_bytes: u64,
+    /// Bytes of the level's table metadata (indexes, filters, properties)
+    /// resident now.
+    pub resident_bytes: u64,
+    /// Reads of a table's metadata since open: first uses, and uses after
+    /// it was evicted.
+    pub metadata_loads: u64,
+    /// Tables whose metadata was evicted to stay within the budget.
+    pub metadata_evictions: u64,
+    /// Loads not kept: a table colder than every resident one, read for
+    /// one use (or for a compaction), its metadata dropped after.
+    pub transient_loads: u64,
     /// Scan filter probes at this level since open: one per table a
     /// bounded or prefix scan reached whose prefix or range filter applied.
     pub scan_filter_probes: u64,
@@ -119,7 +140,7 @@ impl Stats {
 }
 
 /// Reads the counters and describes `version`.
-pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
+pub(super) fn snapshot(counters: &Counters, version: &Version, residency: &Residency) -> Stats {
     let levels: Vec<LevelStats> = version
         .levels
         .iter()
@@ -131,14 +152,17 @@ pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
             };
             let mut kinds = std::collections::BTreeSet::new();
             for table in level.tables() {
-                let props = table.table.properties();
                 stats.tables += 1;
                 stats.bytes += table.meta.file_size;
                 stats.entries += table.meta.entries;
-                stats.distinct_keys += props.distinct_keys;
-                stats.filter_bytes += props.filter_bytes;
-                stats.scan_filter_bytes += table.table.scan_filters().size_bytes();
-                kinds.insert(props.filter_kind.name());
+                let Some(summary) = table.summary() else {
+                    stats.tables_unread += 1;
+                    continue;
+                };
+                stats.distinct_keys += summary.distinct_keys;
+                stats.filter_bytes += summary.filter_bytes;
+                stats.scan_filter_bytes += summary.scan_filter_bytes;
+                kinds.insert(summary.filter_kind);
             }
             stats.filter_kind = kinds.into_iter().collect::<Vec<_>>().join(",");
             stats.filter_bits_per_key = if stats.distinct_keys == 0 {
@@ -158,6 +182,11 @@ pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
                 stats.bytes_written = counters.total(|s| &s.level(index).bytes_written);
                 stats.compaction_bytes_read =
                     counters.total(|s| &s.level(index).compaction_bytes_read);
+                let resident = residency.level_figures(index);
+                stats.resident_bytes = resident.resident_bytes;
+                stats.metadata_loads = resident.loads;
+                stats.metadata_evictions = resident.evictions;
+                stats.transient_loads = resident.transient_loads;
             }
             stats
         })
@@ -183,6 +212,8 @@ pub(super) fn snapshot(counters: &Counters, version: &Version) -> Stats {
         compactions: counters.total(|s| &s.compactions),
         compaction_bytes_written: counters.total(|s| &s.compaction_bytes_written),
         levels,
+        filter_memory_resident: residency.used(),
+        filter_memory_budget: residency.budget(),
         indexes: Vec::new(),
         wal_recovery: None,
     }

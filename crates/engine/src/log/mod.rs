@@ -7,14 +7,17 @@
 //! ```
 //!
 //! A record is written with one `append`, so a crash can only cut the last
-//! one; [`read_log`] reports such a torn tail instead of an error, and
-//! damage anywhere before it as [`Error::Corruption`](crate::Error). The
-//! exact rule is in `reader.rs` and `docs/format-logs.md`.
+//! one; [`LogStream`] reports such a torn tail instead of an error, and
+//! damage anywhere before it as [`Tail::Damaged`] ([`read_log`] makes it
+//! [`Error::Corruption`](crate::Error)). The exact rule is in `stream.rs`
+//! and `docs/format-logs.md`.
 
 mod reader;
+mod stream;
 mod writer;
 
-pub(crate) use reader::{Tail, read_log, read_log_to_damage};
+pub(crate) use reader::{collect, read_log};
+pub(crate) use stream::{LogStream, Step, Tail};
 pub(crate) use writer::LogWriter;
 
 use crate::encoding::{Decoder, checksum, checksum_matches};

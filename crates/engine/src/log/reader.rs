@@ -1,50 +1,13 @@
-//! [`read_log`]: every complete record of a log, and how it ends.
-//!
-//! The rule that separates a torn tail (a crash cut or garbled the last,
-//! unsynced write: not an error) from damage (an error naming the offset):
-//! the first bad record, at offset `p`, is a **torn tail** when no valid
-//! record starts anywhere after `p`. A bad record is one whose 8-byte header
-//! is cut by the end of the file, whose payload runs past it, or whose
-//! checksum fails.
-//!
-//! Only the last write can be unsynced, so everything after `p` would be
-//! that one write: cut, zero-filled where its pages never reached the disk,
-//! or partly written. A valid record after `p` proves an acknowledged record
-//! came later, so the bad one was damaged: [`Error::Corruption`] at `p`.
-//! That also catches a damaged length field, whatever it points at.
-//!
-//! A file shorter than the header, or whose bytes are all zero, was never
-//! synced (a sync always follows a complete header), so it is an empty
-//! log; a torn tail when non-empty. Any other bad header is corruption.
-
-// A decoder of on-disk bytes: no indexing that could panic.
-#![deny(clippy::indexing_slicing)]
+//! [`read_log`]: every complete record of a log, and how it ends,
+//! collected from a [`LogStream`] (where the rule for tails and damage
+//! lives). For logs read whole by design: the manifest, `verify`.
 
 use std::path::Path;
 
-use super::{HEADER_LEN, LogKind, RECORD_HEADER_LEN, check_header};
-use crate::encoding::checksum_matches;
-use crate::error::{Corrupt, Error, Result};
-use crate::fs::{FileSystem, read_all};
-
-/// How a log ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Tail {
-    /// Every byte belongs to a whole, valid record.
-    Clean,
-    /// From `valid_len` on, the bytes are an incomplete or garbled last
-    /// write: what a crash leaves.
-    Torn {
-        /// What was wrong.
-        detail: String,
-    },
-    /// The record at `valid_len` is damaged and a valid record follows it
-    /// (only from [`read_log_to_damage`]; [`read_log`] makes it an error).
-    Damaged {
-        /// What was wrong.
-        detail: String,
-    },
-}
+use super::stream::{LogStream, Step, Tail};
+use super::{HEADER_LEN, LogKind, RECORD_HEADER_LEN};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
 
 /// Every complete record of a log.
 #[derive(Debug)]
@@ -75,145 +38,28 @@ impl LogContents {
 /// failed read is [`Error::Io`]; damage before the tail is
 /// [`Error::Corruption`] naming `path` and the offset.
 pub(crate) fn read_log(fs: &dyn FileSystem, path: &Path, kind: LogKind) -> Result<LogContents> {
-    let contents = read_log_to_damage(fs, path, kind)?;
+    let contents = collect(LogStream::open(fs, path, kind)?)?;
     if let Tail::Damaged { detail } = contents.tail {
         return Err(Error::corruption(path, contents.valid_len, detail));
     }
     Ok(contents)
 }
 
-/// [`read_log`], except that damage before the tail ends the records
-/// with [`Tail::Damaged`] instead of an error: the records before it, for
-/// a point-in-time recovery. A damaged header is still an error.
-pub(crate) fn read_log_to_damage(
-    fs: &dyn FileSystem,
-    path: &Path,
-    kind: LogKind,
-) -> Result<LogContents> {
-    let bytes = read_all(fs, path, kind.max_file_bytes()).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::InvalidData {
-            Error::corruption(path, 0, e.to_string())
-        } else {
-            Error::io(path, e)
-        }
-    })?;
-    parse_log(&bytes, kind).map_err(|c| c.in_file(path, 0))
-}
-
-/// Little-endian `u32` at `at`, if four bytes are there.
-fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
-    let field = bytes.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes(field.try_into().ok()?))
-}
-
-/// Most bytes [`valid_record_after`] checksums per byte of the tail it
-/// searches: the search is linear on real tails (a garbled length rarely
-/// fits the file), and this bound keeps a crafted file from making it
-/// quadratic. A search that runs out is read as "a record follows".
-const SEARCH_BYTES_PER_TAIL_BYTE: usize = 64;
-
-/// The payload of the record at `pos` if it is whole and valid, else why not.
-fn record_at(bytes: &[u8], pos: usize) -> Result<&[u8], String> {
-    let remaining = bytes.len() - pos;
-    let (Some(sum), Some(len)) = (u32_at(bytes, pos), u32_at(bytes, pos + 4)) else {
-        return Err(format!(
-            "the file ends inside a record header ({remaining} bytes)"
-        ));
-    };
-    let len = len as usize;
-    let Some(body) = bytes
-        .get(pos + 4..)
-        .and_then(|from| from.get(..len.checked_add(4)?))
-    else {
-        return Err(format!(
-            "a record of {len} bytes runs past the end of the file ({remaining} bytes left)"
-        ));
-    };
-    if !checksum_matches(body, sum) {
-        return Err(format!("a record of {len} bytes fails its checksum"));
-    }
-    Ok(body.get(4..).unwrap_or_default())
-}
-
-/// The offset of the first valid record starting after `bad`, if any.
-fn valid_record_after(bytes: &[u8], bad: usize) -> Option<usize> {
-    let mut budget = (bytes.len() - bad).saturating_mul(SEARCH_BYTES_PER_TAIL_BYTE);
-    for pos in bad + 1..bytes.len().saturating_sub(RECORD_HEADER_LEN - 1) {
-        let len = u32_at(bytes, pos + 4).map_or(usize::MAX, |len| len as usize);
-        if len > bytes.len() - pos - RECORD_HEADER_LEN {
-            continue;
-        }
-        match budget.checked_sub(len + 4) {
-            Some(left) => budget = left,
-            // Out of budget: say a record follows, the answer that loses nothing.
-            None => return Some(pos),
-        }
-        if record_at(bytes, pos).is_ok() {
-            return Some(pos);
-        }
-    }
-    None
-}
-
-/// Parses a whole log file held in memory. Only a bad header is an error.
-pub(super) fn parse_log(bytes: &[u8], kind: LogKind) -> Result<LogContents, Corrupt> {
-    let all_zero = |from: usize| {
-        bytes
-            .get(from..)
-            .is_some_and(|rest| rest.iter().all(|&b| b == 0))
-    };
-    let empty = |detail: String| LogContents {
-        records: Vec::new(),
-        valid_len: 0,
-        tail: if bytes.is_empty() {
-            Tail::Clean
-        } else {
-            Tail::Torn { detail }
-        },
-    };
-    let Some(header) = bytes.get(..HEADER_LEN) else {
-        return Ok(empty(format!(
-            "the file ends inside the log header ({} bytes)",
-            bytes.len()
-        )));
-    };
-    if let Err(err) = check_header(header, kind) {
-        if all_zero(0) {
-            return Ok(empty(format!("the file is {} zero bytes", bytes.len())));
-        }
-        return Err(err);
-    }
+/// Every record `stream` yields from here on, and how the log ends.
+pub(crate) fn collect(mut stream: LogStream) -> Result<LogContents> {
     let mut records = Vec::new();
-    let mut pos = HEADER_LEN;
-    while pos < bytes.len() {
-        match record_at(bytes, pos) {
-            Ok(payload) => {
-                records.push(payload.to_vec());
-                pos += RECORD_HEADER_LEN + payload.len();
-            }
-            Err(detail) => {
-                let tail = match valid_record_after(bytes, pos) {
-                    Some(next) => Tail::Damaged {
-                        detail: format!(
-                            "record {}: {detail}, and a valid record follows at offset {next}",
-                            records.len()
-                        ),
-                    },
-                    None => Tail::Torn { detail },
-                };
+    loop {
+        match stream.next()? {
+            Step::Record { payload, .. } => records.push(payload.to_vec()),
+            Step::End { valid_len, tail } => {
                 return Ok(LogContents {
                     records,
-                    valid_len: pos as u64,
+                    valid_len,
                     tail,
                 });
             }
         }
     }
-    Ok(LogContents {
-        records,
-        valid_len: pos as u64,
-        tail: Tail::Clean,
-    })
 }
 
 #[cfg(test)]
@@ -503,12 +349,19 @@ mod tests {
     proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let fs = FaultInjectionFs::new();
+            fs.create_dir_all(Path::new("/db")).unwrap();
+            let path = Path::new("/db/log");
             let mut bytes = encode_header(LogKind::Wal).to_vec();
             bytes.extend_from_slice(&tail);
-            if let Ok(contents) = parse_log(&bytes, LogKind::Wal) {
-                prop_assert!(contents.valid_len as usize <= bytes.len());
+            fs.create(path).unwrap();
+            for bytes in [bytes, tail] {
+                fs.set_contents(path, bytes.clone()).unwrap();
+                let read = LogStream::open(&fs, path, LogKind::Wal).and_then(collect);
+                if let Ok(contents) = read {
+                    prop_assert!(contents.valid_len as usize <= bytes.len());
+                }
             }
-            let _ = parse_log(&tail, LogKind::Wal);
         }
 
         #[test]

@@ -229,6 +229,19 @@ impl Table {
         )
     }
 
+    /// Bytes the table's metadata takes in memory: everything the file
+    /// holds after its data blocks (index, filters, properties, footer), as
+    /// decoded about as large as stored, plus the index's per-entry
+    /// structs, which the encoding does not hold.
+    pub(crate) fn resident_bytes(&self) -> u64 {
+        let stored = self
+            .properties
+            .file_size
+            .saturating_sub(self.properties.stored_data_bytes);
+        let entries = self.index.entries.len() * std::mem::size_of::<super::index::IndexEntry>();
+        stored + entries as u64 + std::mem::size_of::<Self>() as u64
+    }
+
     /// The prefix and range filters.
     pub(crate) fn scan_filters(&self) -> &ScanFilters {
         &self.scan
@@ -361,14 +374,6 @@ impl Table {
     /// [`Table::iter`] with bounds shared by the other iterators of a scan.
     pub(crate) fn iter_shared(self: &Arc<Self>, bounds: &SharedBounds) -> TableIter {
         TableIter::new(Arc::clone(self), Arc::clone(bounds))
-    }
-
-    /// Closes the file if the database's open files hold it: the table is
-    /// deleted, and an open descriptor would keep its space in use.
-    pub(crate) fn close(&self) {
-        if let Source::Shared(files) = &self.source {
-            files.forget(self.id);
-        }
     }
 
     /// The file.

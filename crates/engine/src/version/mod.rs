@@ -6,31 +6,50 @@
 //! long as they read, so the tables they see stay open even when a
 //! compaction replaces them.
 
+mod residency;
 mod set;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::compaction::{LevelShape, RunShape, TableShape};
+use crate::error::Result;
 use crate::fence::Fences;
 use crate::fs::FileSystem;
 use crate::key::{SeqNo, user_key_of};
 use crate::manifest::{TableMeta, VersionEdit};
-use crate::sstable::Table;
+use crate::sstable::{BlockCache, OpenFiles, Table};
+use residency::{ResidentGuard, Slot};
 
+pub(crate) use residency::{Residency, Summary};
 pub(crate) use set::{Start, VersionSet};
 
-/// An open table as a version knows it. When the last version holding it
-/// is dropped after a compaction replaced it, its file is deleted.
+/// Levels whose statistics are kept apart; deeper levels share the last.
+pub(crate) const COUNTED_LEVELS: usize = 8;
+
+/// What the tables of a database share: how their files are read, the
+/// block cache, and the budget of resident metadata.
+#[derive(Debug)]
+pub(crate) struct SharedTables {
+    pub fs: Arc<dyn FileSystem>,
+    pub files: Arc<OpenFiles>,
+    pub cache: Arc<BlockCache>,
+    pub residency: Residency,
+}
+
+/// A table as a version knows it: what the manifest says of it, and its
+/// metadata, read at first use and resident while the budget allows
+/// ([`residency`]). When the last version holding it is dropped after a
+/// compaction replaced it, its file is deleted.
 pub(crate) struct LiveTable {
     /// What the manifest records about it.
     pub meta: TableMeta,
-    /// The open table.
-    pub table: Arc<Table>,
+    slot: Arc<Slot>,
+    shared: Arc<SharedTables>,
     obsolete: AtomicBool,
-    fs: Arc<dyn FileSystem>,
 }
 
 impl fmt::Debug for LiveTable {
@@ -43,14 +62,76 @@ impl fmt::Debug for LiveTable {
 }
 
 impl LiveTable {
-    /// Wraps an open table.
-    pub(crate) fn new(meta: TableMeta, table: Arc<Table>, fs: Arc<dyn FileSystem>) -> Self {
+    /// A table of the manifest stored at `path`, nothing of it read yet.
+    pub(crate) fn new(meta: TableMeta, path: PathBuf, shared: &Arc<SharedTables>) -> Self {
         Self {
+            slot: Arc::new(Slot::new(meta.id, meta.level, path)),
             meta,
-            table,
+            shared: Arc::clone(shared),
             obsolete: AtomicBool::new(false),
-            fs,
         }
+    }
+
+    /// A table just written and opened: resident if the budget has room.
+    pub(crate) fn written(meta: TableMeta, table: Arc<Table>, shared: &Arc<SharedTables>) -> Self {
+        let live = Self::new(meta, table.path().to_path_buf(), shared);
+        shared.residency.offer(&live.slot, table);
+        live
+    }
+
+    /// The table, its metadata read now if it is not resident: for a
+    /// lookup or a scan, whose use counts toward keeping it resident.
+    /// Damage found reading it names the file and offset.
+    pub(crate) fn table(&self) -> Result<TableRef> {
+        if let Some(guard) = self.shared.residency.resident_for_use(&self.slot) {
+            return Ok(TableRef(Held::Resident(guard)));
+        }
+        self.shared
+            .residency
+            .read(&self.slot, |slot| self.read(slot), true)
+            .map(|table| TableRef(Held::Read(table)))
+    }
+
+    /// [`LiveTable::table`] as an `Arc`, for a reader that outlives the call.
+    pub(crate) fn table_arc(&self) -> Result<Arc<Table>> {
+        self.shared
+            .residency
+            .get(&self.slot, |slot| self.read(slot))
+    }
+
+    /// The table for a pass over all of it (a compaction, a backfill, a
+    /// verification): read and not kept unless it is resident already, so
+    /// that a pass does not push out what lookups use.
+    pub(crate) fn table_for_pass(&self) -> Result<Arc<Table>> {
+        self.shared
+            .residency
+            .get_for_pass(&self.slot, |slot| self.read(slot))
+    }
+
+    /// What is known of the table once its metadata has been read.
+    pub(crate) fn summary(&self) -> Option<&Summary> {
+        self.slot.summary()
+    }
+
+    /// Whether the table has no leaf of value index `index_id` (it was
+    /// written before the index was defined). Reads the metadata of a
+    /// table not read since open, once.
+    pub(crate) fn lacks_value_leaf(&self, index_id: u64) -> Result<bool> {
+        if self.summary().is_none() {
+            self.table_for_pass()?;
+        }
+        Ok(self
+            .summary()
+            .is_some_and(|s| !s.value_indexes.contains(&index_id)))
+    }
+
+    fn read(&self, slot: &Slot) -> crate::error::Result<Table> {
+        Table::open_shared(
+            &self.shared.files,
+            slot.path().to_path_buf(),
+            self.meta.id,
+            Arc::clone(&self.shared.cache),
+        )
     }
 
     /// Smallest user key stored.
@@ -71,12 +152,35 @@ impl LiveTable {
 
 impl Drop for LiveTable {
     fn drop(&mut self) {
+        self.shared.residency.forget(self.meta.id);
         if self.obsolete.load(Ordering::Acquire) {
-            self.table.close();
+            // An open descriptor would keep the deleted file's space in use.
+            self.shared.files.forget(self.meta.id);
             // Readers that still iterate hold the open file, which outlives
             // its name. A failed removal leaves an orphan that the next open
             // deletes, so there is nothing better to do with the error.
-            let _ = self.fs.remove(self.table.path());
+            let _ = self.shared.fs.remove(self.slot.path());
+        }
+    }
+}
+
+/// A table in use: resident (held without touching its reference count,
+/// which sixteen readers of one table would otherwise all write), or read
+/// for this use.
+pub(crate) struct TableRef(Held);
+
+enum Held {
+    Resident(ResidentGuard),
+    Read(Arc<Table>),
+}
+
+impl std::ops::Deref for TableRef {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        match &self.0 {
+            Held::Resident(guard) => guard.table(),
+            Held::Read(table) => table,
         }
     }
 }

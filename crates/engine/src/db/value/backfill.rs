@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::compaction::OutputRun;
 use crate::db::{Db, Inner, lock, projected_entries, write};
 use crate::error::Result;
-use crate::sstable::ValueLeaf;
+use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Version};
 
 impl Inner {
@@ -21,16 +21,7 @@ impl Inner {
         let _alone = write(&self.compaction_lock);
         let indexes = self.indexes.load_full();
         let version = Arc::clone(&self.current().version);
-        let Some((run, table)) = version.levels.iter().find_map(|level| {
-            level.runs.iter().find_map(|run| {
-                let missing = run.tables().iter().find(|t| {
-                    indexes
-                        .iter()
-                        .any(|i| matches!(t.table.value_filter(i.id), ValueLeaf::Missing))
-                });
-                missing.map(|t| (run.id, Arc::clone(t)))
-            })
-        }) else {
+        let Some((run, table)) = missing_leaf(&version, &indexes)? else {
             return Ok(false);
         };
         let _in_flight = {
@@ -45,7 +36,9 @@ impl Inner {
     /// level and run, and swaps it in.
     fn rewrite(&self, version: &Version, run: u64, table: &Arc<LiveTable>) -> Result<()> {
         let level = table.meta.level as usize;
-        let entries = table.table.iter(Bound::Unbounded, Bound::Unbounded);
+        let entries = table
+            .table_for_pass()?
+            .iter(Bound::Unbounded, Bound::Unbounded);
         let projected = projected_entries(
             version,
             level,
@@ -63,6 +56,23 @@ impl Inner {
         )?;
         self.replace_tables(std::slice::from_ref(table), outputs)
     }
+}
+
+/// The first table, and its run, without the leaf of one of `indexes`.
+fn missing_leaf(
+    version: &Version,
+    indexes: &[IndexRecord],
+) -> Result<Option<(u64, Arc<LiveTable>)>> {
+    for run in version.levels.iter().flat_map(|level| &level.runs) {
+        for table in run.tables() {
+            for index in indexes {
+                if table.lacks_value_leaf(index.id)? {
+                    return Ok(Some((run.id, Arc::clone(table))));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 impl Db {

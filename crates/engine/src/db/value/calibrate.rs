@@ -88,7 +88,7 @@ pub(super) fn measure(
     for (level, runs) in current.version.levels.iter().enumerate() {
         for (run, tables) in runs.runs.iter().enumerate() {
             for table in tables.tables() {
-                if !table.table.index().entries.is_empty() {
+                if table.meta.entries > 0 {
                     placed.push((level, run, table));
                 }
             }
@@ -120,12 +120,16 @@ pub(super) fn measure(
 fn sample(
     current: &SuperVersion,
     record: &IndexRecord,
-    (level, run, table): (usize, usize, &Arc<LiveTable>),
+    (level, run, live): (usize, usize, &Arc<LiveTable>),
     seq: SeqNo,
     [block, entry, scan, validate]: [&mut Mean; 4],
 ) {
-    let at = table.table.index().entries.len() / 2;
-    let (nanos, read) = timed(|| table.table.read_data_block(at).is_ok());
+    // A table that cannot be read gives no sample.
+    let Ok(table) = live.table_arc() else {
+        return;
+    };
+    let at = table.index().entries.len() / 2;
+    let (nanos, read) = timed(|| table.read_data_block(at).is_ok());
     if !read {
         return;
     }
@@ -134,7 +138,7 @@ fn sample(
     let (nanos, entries) = timed(|| {
         keys.clear();
         let mut entries = 0;
-        let visited = table.table.for_each_in_block(at, |key, value| {
+        let visited = table.for_each_in_block(at, |key, value| {
             entries += 1;
             black_box(has_value(record, value, ABSENT));
             if keys.len() < SAMPLE_VALIDATIONS && key.seq <= seq {
@@ -144,7 +148,7 @@ fn sample(
         visited.map_or(0, |()| entries)
     });
     entry.add(nanos, entries);
-    let (Some((first, _)), Some(last)) = (keys.first(), table.table.block_last_user_key(at)) else {
+    let (Some((first, _)), Some(last)) = (keys.first(), table.block_last_user_key(at)) else {
         return;
     };
     let bounds = (

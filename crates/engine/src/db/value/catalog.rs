@@ -81,11 +81,18 @@ pub(in crate::db) fn resolve(
     Ok(live)
 }
 
-/// Every table of `version` with its leaf of `index`.
+/// Every table of `version` with its leaf of `index`; a table whose
+/// metadata cannot be read is `Unreadable` (a search reads it whole, and
+/// meets the damage there).
 pub(super) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTable>, ValueLeaf)> {
     version
         .tables()
-        .map(|t| (Arc::clone(t), t.table.value_filter(index.id)))
+        .map(|t| {
+            let leaf = t
+                .table()
+                .map_or(ValueLeaf::Unreadable, |table| table.value_filter(index.id));
+            (Arc::clone(t), leaf)
+        })
         .collect()
 }
 

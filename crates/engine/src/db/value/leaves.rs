@@ -307,7 +307,12 @@ impl IndexState {
                 continue;
             }
             changed = true;
-            match table.table.value_filter(id) {
+            // A table that cannot be read is searched by reading it, which
+            // reports the damage.
+            let leaf = table
+                .table()
+                .map_or(ValueLeaf::Unreadable, |t| t.value_filter(id));
+            match leaf {
                 ValueLeaf::Present(leaf) => self.insert(table_id, leaf)?,
                 ValueLeaf::Missing | ValueLeaf::Unreadable => {
                     self.unindexed.insert(table_id);
@@ -321,7 +326,7 @@ impl IndexState {
         self.synced = Arc::downgrade(version);
         self.store_blocks = live
             .values()
-            .map(|t| t.table.index().entries.len() as u64)
+            .map(|t| t.summary().map_or(0, |s| s.data_blocks))
             .sum();
         self.store_entries = live.values().map(|t| t.meta.entries).sum();
         Ok(())

@@ -81,17 +81,18 @@ fn describe(
         fpr_probes,
         ..IndexStats::default()
     };
-    for table in version.tables() {
-        let ValueLeaf::Present(leaf) = table.table.value_filter(id) else {
+    // A table that cannot be read counts as unindexed.
+    for table in version.tables().filter_map(|t| t.table().ok()) {
+        let ValueLeaf::Present(leaf) = table.value_filter(id) else {
             continue;
         };
         stats.tables_indexed += 1;
         stats.leaf_bytes += leaf.shape().bits.div_ceil(64) * 8;
-        if let Some(entry) = table.table.value_filters().entry(id) {
+        if let Some(entry) = table.value_filters().entry(id) {
             stats.distinct_values += entry.distinct_values;
             stats.values += entry.values;
         }
-        if let Some(blocks) = table.table.block_filters(id) {
+        if let Some(blocks) = table.block_filters(id) {
             stats.block_filter_bytes += blocks.size_bytes();
         }
     }

@@ -11,6 +11,8 @@ use super::FindStats;
 use crate::db::SuperVersion;
 use crate::db::value::leaves::IndexState;
 use crate::db::value::plan::Workload;
+use crate::error::Result;
+use crate::sstable::Table;
 use crate::value_def::IndexRecord;
 use crate::version::LiveTable;
 
@@ -18,6 +20,8 @@ use crate::version::LiveTable;
 #[derive(Debug)]
 pub(super) struct CandidateTable {
     pub table: Arc<LiveTable>,
+    /// Its metadata, held while the search reads it.
+    pub reader: Arc<Table>,
     /// Where it is in the version: level, and run within the level.
     pub level: usize,
     pub run: usize,
@@ -48,7 +52,7 @@ pub(super) fn probe(
     model: &CostModel,
     hash: KeyHash,
     stats: &mut FindStats,
-) -> Candidates {
+) -> Result<Candidates> {
     let mut probes = ProbeStats::default();
     let (positive, used) = state.search(method, model, hash, &mut probes);
     stats.add_probes(&probes);
@@ -68,8 +72,9 @@ pub(super) fn probe(
                     continue;
                 }
                 stats.tables_unindexed += u64::from(unindexed);
-                let count = table.table.index().entries.len();
-                let blocks: Vec<usize> = match table.table.block_filters(record.id) {
+                let reader = table.table_arc()?;
+                let count = reader.index().entries.len();
+                let blocks: Vec<usize> = match reader.block_filters(record.id) {
                     Some(filters) => {
                         stats.block_filters_probed += count as u64;
                         (0..count)
@@ -83,8 +88,7 @@ pub(super) fn probe(
                     continue;
                 }
                 let per_block = table.meta.entries as f64 / count.max(1) as f64;
-                let per_value = table
-                    .table
+                let per_value = reader
                     .value_filters()
                     .entry(record.id)
                     .filter(|e| e.values > 0 && e.distinct_values > 0)
@@ -93,6 +97,7 @@ pub(super) fn probe(
                     .push(per_value.min(blocks.len() as f64 * per_block));
                 out.tables.push(CandidateTable {
                     table: Arc::clone(table),
+                    reader,
                     level,
                     run,
                     blocks,
@@ -100,7 +105,7 @@ pub(super) fn probe(
             }
         }
     }
-    out
+    Ok(out)
 }
 
 impl Candidates {
@@ -114,7 +119,8 @@ impl Candidates {
         };
         for candidate in &self.tables {
             let t = &candidate.table;
-            let per_block = t.meta.entries as f64 / t.table.index().entries.len().max(1) as f64;
+            let blocks = candidate.reader.index().entries.len();
+            let per_block = t.meta.entries as f64 / blocks.max(1) as f64;
             work.candidate_blocks += candidate.blocks.len() as u64;
             work.candidate_entries += candidate.blocks.len() as f64 * per_block;
         }

@@ -47,7 +47,7 @@ impl Merge {
         // a run): each run becomes one source.
         for mut table in candidates.tables {
             // Blocks wholly before `from` hold nothing to return.
-            let t = &table.table.table;
+            let t = &table.reader;
             table.blocks.retain(|&at| {
                 t.block_last_user_key(at)
                     .is_none_or(|last| last >= &query.from[..])

@@ -329,7 +329,7 @@ impl Inner {
             &costs.probe,
             hash,
             stats,
-        );
+        )?;
         Ok((found, costs))
     }
 }

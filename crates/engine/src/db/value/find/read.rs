@@ -94,7 +94,7 @@ pub(super) fn block(
     hits: &mut VecDeque<Hit>,
     stats: &mut FindStats,
 ) -> Result<bool> {
-    let table = &candidate.table.table;
+    let table = &candidate.reader;
     stats.blocks_read += 1;
     let continued = at
         .checked_sub(1)

@@ -3,29 +3,25 @@
 //! version of each key, so nothing needs validating.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use super::read::Query;
 use super::{FindStats, has_value};
 use crate::db::{DbIter, Inner, SuperVersion};
 use crate::error::Result;
+use crate::version::Version;
 
 /// The results of a search that scans the store.
 pub(super) struct Scan {
     entries: DbIter,
     query: Query,
-    /// Tables and data blocks of the version scanned, counted in the
-    /// stats when the scan has read them all.
-    tables: u64,
-    blocks: u64,
+    /// The version scanned: its tables and data blocks are counted in the
+    /// stats when the scan has read them all (and so knows their blocks).
+    version: Arc<Version>,
 }
 
 impl Scan {
     pub(super) fn new(current: &SuperVersion, query: Query) -> Self {
-        let (mut tables, mut blocks) = (0, 0);
-        for table in current.version.tables() {
-            tables += 1;
-            blocks += table.table.index().entries.len() as u64;
-        }
         Self {
             entries: Inner::iter_in(
                 current,
@@ -33,8 +29,7 @@ impl Scan {
                 query.seq,
             ),
             query,
-            tables,
-            blocks,
+            version: Arc::clone(&current.version),
         }
     }
 
@@ -47,8 +42,10 @@ impl Scan {
                 return Ok(Some((key, value)));
             }
         }
-        stats.tables_scanned += self.tables;
-        stats.blocks_read += self.blocks;
+        for table in self.version.tables() {
+            stats.tables_scanned += 1;
+            stats.blocks_read += table.summary().map_or(0, |s| s.data_blocks);
+        }
         Ok(None)
     }
 }

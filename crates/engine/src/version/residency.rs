@@ -1,0 +1,434 @@
+//! Which tables keep their metadata in memory, under a byte budget
+//! (`DbBuilder::filter_memory_bytes`).
+//!
+//! A table's metadata is its index, its key, prefix, range and value
+//! filters and its properties: everything but the data blocks, which the
+//! block cache holds. A database opens knowing only what the manifest says
+//! of each table (its key range, size and sequence numbers); a table's
+//! metadata is read at its first use.
+//!
+//! What is read is kept resident while the budget allows. When a load
+//! would go over it, resident tables are dropped, the coldest first: the
+//! fewest uses per byte, so the budget keeps what saves the most reads of
+//! metadata (each use of a table that is not resident reads it again).
+//! Victims are the coldest of [`SAMPLES`] resident tables drawn at random,
+//! as Redis evicts, so a load costs the same however many tables are
+//! resident. Heat halves each time about as many tables as are resident
+//! have been evicted, so it follows where lookups go now. A table colder
+//! than the sampled ones is read for the one use and not kept (a
+//! *transient* load). Resident bytes never exceed the budget; a reader
+//! still holding a dropped table keeps it until it is done, as with the
+//! block cache.
+//!
+//! Uses are counted in steps of [`COUNT_STEP`] from a per-thread tally, so
+//! that sixteen threads probing one hot table do not all write its line.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwapOption;
+
+use super::COUNTED_LEVELS;
+use crate::error::Result;
+use crate::sstable::Table;
+
+/// Uses are added to a table's count this many at a time.
+const COUNT_STEP: u64 = 8;
+
+/// Resident tables sampled for victims per load that does not fit.
+const SAMPLES: usize = 16;
+
+thread_local! {
+    /// Uses this thread has made of tables, modulo [`COUNT_STEP`].
+    static TALLY: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A resident table held for one use.
+pub(crate) struct ResidentGuard(arc_swap::Guard<Option<Arc<Table>>>);
+
+impl ResidentGuard {
+    /// The table.
+    pub(crate) fn table(&self) -> &Table {
+        match self.0.as_deref() {
+            Some(table) => table,
+            // Built only from a guard holding a table.
+            None => unreachable!("a resident guard holds a table"),
+        }
+    }
+}
+
+/// What stays known of a table once its metadata has been read, resident
+/// or not: the figures `Db::stats` reports, and which value indexes it
+/// has leaves for (the backfill asks of every table).
+#[derive(Debug, Clone)]
+pub(crate) struct Summary {
+    /// Bytes the metadata takes in memory (what the budget charges).
+    pub resident_bytes: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Distinct user keys (what its key filter holds).
+    pub distinct_keys: u64,
+    /// Bytes of its key filter.
+    pub filter_bytes: u64,
+    /// Bytes of its prefix and range filters.
+    pub scan_filter_bytes: u64,
+    /// The key filter's kind.
+    pub filter_kind: &'static str,
+    /// The value indexes with a leaf in the table, readable or not.
+    pub value_indexes: Box<[u64]>,
+}
+
+impl Summary {
+    fn of(table: &Table) -> Self {
+        let props = table.properties();
+        Self {
+            resident_bytes: table.resident_bytes(),
+            data_blocks: props.data_blocks,
+            distinct_keys: props.distinct_keys,
+            filter_bytes: props.filter_bytes,
+            scan_filter_bytes: table.scan_filters().size_bytes(),
+            filter_kind: props.filter_kind.name(),
+            value_indexes: table.value_filters().ids().map(|(id, ..)| id).collect(),
+        }
+    }
+}
+
+/// One table's place in the budget, shared by its `LiveTable` and, while
+/// it is resident, by the [`Residency`].
+#[derive(Debug)]
+pub(crate) struct Slot {
+    id: u64,
+    level: usize,
+    path: PathBuf,
+    table: ArcSwapOption<Table>,
+    /// Uses since the last fold into `heat`.
+    uses: AtomicU64,
+    /// Decayed uses, and the eviction round they were last decayed at:
+    /// changed only under the residency's lock.
+    heat: AtomicU64,
+    heat_round: AtomicU64,
+    summary: OnceLock<Summary>,
+}
+
+impl Slot {
+    /// The slot of table `id` at `level`, stored at `path`, with nothing
+    /// read yet.
+    pub(crate) fn new(id: u64, level: u32, path: PathBuf) -> Self {
+        Self {
+            id,
+            level: (level as usize).min(COUNTED_LEVELS - 1),
+            path,
+            table: ArcSwapOption::empty(),
+            uses: AtomicU64::new(0),
+            heat: AtomicU64::new(0),
+            heat_round: AtomicU64::new(0),
+            summary: OnceLock::new(),
+        }
+    }
+
+    /// The table file.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The figures of the table, once its metadata has been read.
+    pub(crate) fn summary(&self) -> Option<&Summary> {
+        self.summary.get()
+    }
+
+    /// Counts one use, [`COUNT_STEP`] at a time per thread.
+    fn count_use(&self) {
+        let due = TALLY.with(|tally| {
+            let n = tally.get().wrapping_add(1);
+            tally.set(n);
+            n % COUNT_STEP == 0
+        });
+        if due {
+            self.uses.fetch_add(COUNT_STEP, Ordering::Relaxed);
+        }
+    }
+
+    /// Folds the uses counted since the last fold into `heat`, halved once
+    /// per eviction round since then. Called under the residency's lock.
+    fn fold_heat(&self, round: u64) -> u64 {
+        let since = round.saturating_sub(self.heat_round.swap(round, Ordering::Relaxed));
+        let decayed = self
+            .heat
+            .load(Ordering::Relaxed)
+            .checked_shr(since.min(63) as u32)
+            .unwrap_or(0);
+        let heat = decayed + self.uses.swap(0, Ordering::Relaxed);
+        self.heat.store(heat, Ordering::Relaxed);
+        heat
+    }
+}
+
+/// Loads, evictions and transient loads at one level since open.
+#[derive(Debug, Default)]
+struct LevelCounts {
+    resident_bytes: AtomicU64,
+    loads: AtomicU64,
+    evictions: AtomicU64,
+    transient: AtomicU64,
+}
+
+/// One level's figures, as [`Residency::level_figures`] reports them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LevelFigures {
+    pub resident_bytes: u64,
+    pub loads: u64,
+    pub evictions: u64,
+    pub transient_loads: u64,
+}
+
+/// The resident tables and the budget they share.
+#[derive(Debug)]
+pub(crate) struct Residency {
+    budget: u64,
+    state: Mutex<State>,
+    levels: [LevelCounts; COUNTED_LEVELS],
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Bytes charged to the resident tables.
+    used: u64,
+    /// The clock of the decay: it advances once per [`State::resident`]'s
+    /// length of evictions, so heat halves each time the resident set has
+    /// turned over about once.
+    round: u64,
+    evictions_this_round: usize,
+    /// Resident tables, in no order (sampled by index), and where each is.
+    resident: Vec<Arc<Slot>>,
+    position: HashMap<u64, usize>,
+    /// Picks the samples.
+    rng: u64,
+}
+
+impl State {
+    /// A resident table drawn at random.
+    fn sample(&mut self) -> Option<&Arc<Slot>> {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut x = self.rng;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let len = self.resident.len() as u64;
+        (len > 0).then(|| &self.resident[((x ^ (x >> 31)) % len) as usize])
+    }
+
+    fn insert(&mut self, slot: &Arc<Slot>) {
+        self.position.insert(slot.id, self.resident.len());
+        self.resident.push(Arc::clone(slot));
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Arc<Slot>> {
+        let at = self.position.remove(&id)?;
+        let slot = self.resident.swap_remove(at);
+        if let Some(moved) = self.resident.get(at) {
+            self.position.insert(moved.id, at);
+        }
+        Some(slot)
+    }
+}
+
+impl Residency {
+    /// Tables' metadata resident up to `budget` bytes.
+    pub(crate) fn new(budget: u64) -> Self {
+        Self {
+            budget,
+            state: Mutex::new(State::default()),
+            levels: Default::default(),
+        }
+    }
+
+    /// Bytes charged to resident tables now (never over the budget).
+    pub(crate) fn used(&self) -> u64 {
+        lock(&self.state).used
+    }
+
+    /// The budget.
+    pub(crate) fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// `slot`'s table for one use if it is resident. Counts the use.
+    pub(crate) fn resident_for_use(&self, slot: &Slot) -> Option<ResidentGuard> {
+        slot.count_use();
+        let guard = slot.table.load();
+        guard.is_some().then_some(ResidentGuard(guard))
+    }
+
+    /// `slot`'s table for one use: resident, or read with `load` and kept
+    /// if the budget allows. Counts the use.
+    pub(crate) fn get(
+        &self,
+        slot: &Arc<Slot>,
+        load: impl FnOnce(&Slot) -> Result<Table>,
+    ) -> Result<Arc<Table>> {
+        slot.count_use();
+        match slot.table.load_full() {
+            Some(table) => Ok(table),
+            None => self.read(slot, load, true),
+        }
+    }
+
+    /// `slot`'s table for a pass over all of it (a compaction or a
+    /// verification): resident if it is, else read and not kept, so that a
+    /// pass does not push out what lookups use. Counts no use.
+    pub(crate) fn get_for_pass(
+        &self,
+        slot: &Arc<Slot>,
+        load: impl FnOnce(&Slot) -> Result<Table>,
+    ) -> Result<Arc<Table>> {
+        match slot.table.load_full() {
+            Some(table) => Ok(table),
+            None => self.read(slot, load, false),
+        }
+    }
+
+    /// Makes `table`, just written, resident if it fits without evicting
+    /// anything: a new table has no uses to weigh against the others'.
+    pub(crate) fn offer(&self, slot: &Arc<Slot>, table: Arc<Table>) {
+        let bytes = slot
+            .summary
+            .get_or_init(|| Summary::of(&table))
+            .resident_bytes;
+        let mut state = lock(&self.state);
+        if state.used + bytes <= self.budget {
+            self.admit(&mut state, slot, table, bytes);
+        }
+    }
+
+    /// Reads `slot`'s table with `load`, and keeps it when `keep` and it
+    /// can be made to fit by evicting colder tables.
+    pub(crate) fn read(
+        &self,
+        slot: &Arc<Slot>,
+        load: impl FnOnce(&Slot) -> Result<Table>,
+        keep: bool,
+    ) -> Result<Arc<Table>> {
+        let table = Arc::new(load(slot)?);
+        let counts = &self.levels[slot.level];
+        counts.loads.fetch_add(1, Ordering::Relaxed);
+        let bytes = slot
+            .summary
+            .get_or_init(|| Summary::of(&table))
+            .resident_bytes;
+        let mut state = lock(&self.state);
+        if let Some(resident) = slot.table.load_full() {
+            // Another reader loaded it meanwhile.
+            return Ok(resident);
+        }
+        if keep && self.make_room(&mut state, slot, bytes) {
+            self.admit(&mut state, slot, Arc::clone(&table), bytes);
+        } else {
+            counts.transient.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(table)
+    }
+
+    fn admit(&self, state: &mut State, slot: &Arc<Slot>, table: Arc<Table>, bytes: u64) {
+        slot.table.store(Some(table));
+        state.used += bytes;
+        state.insert(slot);
+        self.levels[slot.level]
+            .resident_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Evicts tables colder than `incoming` until `bytes` more fit; `false`
+    /// (evicting nothing) if they cannot. Victims are the coldest of a few
+    /// sampled tables (as Redis evicts), so a load costs the same however
+    /// many tables are resident.
+    fn make_room(&self, state: &mut State, incoming: &Slot, bytes: u64) -> bool {
+        if bytes > self.budget {
+            return false;
+        }
+        if state.used + bytes <= self.budget {
+            return true;
+        }
+        let need = state.used + bytes - self.budget;
+        let round = state.round;
+        let incoming_heat = per_byte(incoming.fold_heat(round), bytes);
+        let mut colder: Vec<(f64, u64, u64)> = Vec::new();
+        for _ in 0..SAMPLES.min(state.resident.len() * 2) {
+            let Some(slot) = state.sample() else { break };
+            let size = slot.summary().map_or(0, |s| s.resident_bytes);
+            let heat = per_byte(slot.fold_heat(round), size);
+            if heat < incoming_heat && !colder.iter().any(|c| c.2 == slot.id) {
+                colder.push((heat, size, slot.id));
+            }
+        }
+        colder.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut freed = 0;
+        let victims: Vec<u64> = colder
+            .iter()
+            .take_while(|(_, size, _)| {
+                let more = freed < need;
+                freed += size;
+                more
+            })
+            .map(|(_, _, id)| *id)
+            .collect();
+        if freed < need {
+            return false;
+        }
+        for id in victims {
+            self.evict(state, id);
+        }
+        true
+    }
+
+    fn evict(&self, state: &mut State, id: u64) {
+        if let Some(level) = self.release(state, id) {
+            self.levels[level].evictions.fetch_add(1, Ordering::Relaxed);
+            state.evictions_this_round += 1;
+            if state.evictions_this_round >= state.resident.len().max(16) {
+                state.round += 1;
+                state.evictions_this_round = 0;
+            }
+        }
+    }
+
+    /// Drops table `id` from the budget: it left the database.
+    pub(crate) fn forget(&self, id: u64) {
+        self.release(&mut lock(&self.state), id);
+    }
+
+    /// Makes table `id` not resident; its level if it was.
+    fn release(&self, state: &mut State, id: u64) -> Option<usize> {
+        let slot = state.remove(id)?;
+        slot.table.store(None);
+        let bytes = slot.summary().map_or(0, |s| s.resident_bytes);
+        state.used -= bytes;
+        self.levels[slot.level]
+            .resident_bytes
+            .fetch_sub(bytes, Ordering::Relaxed);
+        Some(slot.level)
+    }
+
+    /// The figures of `level` (deeper levels share the last).
+    pub(crate) fn level_figures(&self, level: usize) -> LevelFigures {
+        let counts = &self.levels[level.min(COUNTED_LEVELS - 1)];
+        LevelFigures {
+            resident_bytes: counts.resident_bytes.load(Ordering::Relaxed),
+            loads: counts.loads.load(Ordering::Relaxed),
+            evictions: counts.evictions.load(Ordering::Relaxed),
+            transient_loads: counts.transient.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Heat per byte: the uses a byte of budget saves reads for.
+fn per_byte(heat: u64, bytes: u64) -> f64 {
+    heat as f64 / bytes.max(1) as f64
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

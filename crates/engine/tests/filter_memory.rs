@@ -1,0 +1,262 @@
+//! The budget of resident table metadata (`DbBuilder::filter_memory_bytes`):
+//! an open reads no table, a lookup reads the metadata of the tables it
+//! meets, resident bytes never exceed the budget while readers and
+//! compactions run, and evicted metadata never costs a right answer.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use common::CountingFs;
+use siftdb::fs::{FaultInjectionFs, FileSystem};
+use siftdb::{CompactionStyle, Db, DbBuilder, Error, Stats};
+
+const DIR: &str = "/db";
+const KEYS: u32 = 20_000;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i}-{}", "v".repeat((i % 40) as usize)).into_bytes()
+}
+
+/// Small tables, so that a store of `KEYS` keys has a few hundred.
+fn builder(fs: Arc<dyn FileSystem>, budget: u64) -> DbBuilder {
+    Db::builder(Path::new(DIR))
+        .file_system(fs)
+        .memtable_bytes(64 << 10)
+        .table_target_bytes(16 << 10)
+        .block_bytes(1024)
+        .block_cache_bytes(256 << 10)
+        .compaction_style(CompactionStyle::Leveled {
+            l0_trigger: 4,
+            size_ratio: 4,
+            l1_bytes: 128 << 10,
+        })
+        .filter_memory_bytes(budget)
+}
+
+/// A store of `KEYS` keys (written shuffled, settled), closed.
+fn store() -> FaultInjectionFs {
+    let fs = FaultInjectionFs::new();
+    let db = builder(Arc::new(fs.clone()), u64::MAX).open().unwrap();
+    for i in 0..KEYS {
+        let i = i.wrapping_mul(7919) % KEYS;
+        db.insert(key(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    drop(db);
+    fs
+}
+
+fn tables(stats: &Stats) -> usize {
+    stats.levels.iter().map(|l| l.tables).sum()
+}
+
+fn sum(stats: &Stats, field: impl Fn(&siftdb::LevelStats) -> u64) -> u64 {
+    stats.levels.iter().map(field).sum()
+}
+
+/// The bytes of every table's metadata: what an unlimited budget holds
+/// once every table has been used.
+fn full_metadata(fs: &FaultInjectionFs) -> u64 {
+    let db = builder(Arc::new(fs.clone()), u64::MAX).open().unwrap();
+    for i in 0..KEYS {
+        db.get(key(i)).unwrap();
+    }
+    let stats = db.stats();
+    assert_eq!(sum(&stats, |l| l.metadata_evictions), 0);
+    assert_eq!(
+        stats.levels.iter().map(|l| l.tables_unread).sum::<usize>(),
+        0
+    );
+    stats.filter_memory_resident
+}
+
+#[test]
+fn an_open_reads_no_table_and_a_lookup_reads_the_tables_it_meets() {
+    let fs = store();
+    let reads = Arc::new(AtomicU64::new(0));
+    let counting = CountingFs {
+        inner: fs.crash(),
+        table_reads: Arc::clone(&reads),
+    };
+    let db = builder(Arc::new(counting), u64::MAX).open().unwrap();
+    assert_eq!(reads.load(Ordering::Relaxed), 0, "the open read tables");
+    let stats = db.stats();
+    let count = tables(&stats);
+    assert!(count > 50, "only {count} tables");
+    let unread: usize = stats.levels.iter().map(|l| l.tables_unread).sum();
+    assert_eq!(unread, count);
+    assert_eq!(stats.filter_memory_resident, 0);
+
+    assert_eq!(db.get(key(4321)).unwrap(), Some(value(4321)));
+    let levels = stats.levels.iter().filter(|l| l.tables > 0).count() as u64;
+    let stats = db.stats();
+    let loads = sum(&stats, |l| l.metadata_loads);
+    assert!(
+        (1..=levels).contains(&loads),
+        "{loads} tables read for one lookup in {levels} levels"
+    );
+    // Footer, properties, index and filter of each, and one data block.
+    let read = reads.load(Ordering::Relaxed);
+    assert!(read <= 8 * loads, "{read} reads for {loads} tables");
+    assert!(stats.filter_memory_resident > 0);
+}
+
+#[test]
+fn resident_metadata_stays_within_the_budget_under_readers_and_compactions() {
+    let fs = store();
+    let full = full_metadata(&fs);
+    let budget = full / 4;
+    let db = Arc::new(builder(Arc::new(fs), budget).open().unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+    let worst = Arc::new(AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for t in 0..3u32 {
+            let db = Arc::clone(&db);
+            s.spawn(move || {
+                let mut x = 0x9e37_79b9_u32.wrapping_mul(t + 1);
+                for _ in 0..6_000 {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    // Skewed toward the first keys, half of them missing.
+                    let i = (x % KEYS) >> (x % 4);
+                    if x.is_multiple_of(2) {
+                        assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "key {i}");
+                    } else {
+                        let missing = format!("key{i:08}-missing").into_bytes();
+                        assert_eq!(db.get(&missing).unwrap(), None);
+                    }
+                }
+            });
+        }
+        // New keys after the old ones: flushes and compactions beside the
+        // readers.
+        let writer = {
+            let db = Arc::clone(&db);
+            s.spawn(move || {
+                for i in KEYS..KEYS + 8_000 {
+                    db.insert(key(i), value(i)).unwrap();
+                }
+            })
+        };
+        let watcher = {
+            let (db, done, worst) = (Arc::clone(&db), Arc::clone(&done), Arc::clone(&worst));
+            s.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    // The total is read under the budget's lock; the
+                    // per-level figures are not one snapshot while tables
+                    // come and go (checked below, at rest).
+                    let resident = db.stats().filter_memory_resident;
+                    worst.fetch_max(resident, Ordering::Relaxed);
+                    std::thread::yield_now();
+                }
+            })
+        };
+        writer.join().unwrap();
+        db.wait_for_compactions().unwrap();
+        done.store(true, Ordering::Relaxed);
+        watcher.join().unwrap();
+    });
+    let worst = worst.load(Ordering::Relaxed);
+    assert!(
+        worst > 0 && worst <= budget,
+        "{worst} resident, budget {budget}"
+    );
+    let stats = db.stats();
+    assert!(sum(&stats, |l| l.metadata_evictions) > 0, "nothing evicted");
+    assert_eq!(
+        sum(&stats, |l| l.resident_bytes),
+        stats.filter_memory_resident
+    );
+    for i in (0..KEYS + 8_000).step_by(7) {
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "key {i}");
+    }
+}
+
+/// A tiny budget: most uses read a table's metadata and drop it again.
+/// Every answer matches a model, across writes, deletes, scans and reopens.
+#[test]
+fn a_tiny_budget_answers_like_a_model_across_reopens() {
+    let fs = FaultInjectionFs::new();
+    let open = |fs: &FaultInjectionFs| builder(Arc::new(fs.clone()), 4 << 10).open().unwrap();
+    let mut db = open(&fs);
+    let mut model = BTreeMap::<Vec<u8>, Vec<u8>>::new();
+    let mut x = 0x2545_f491_u32;
+    for step in 0..30_000u32 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let i = x % 3_000;
+        match x % 10 {
+            0..=4 => {
+                db.insert(key(i), value(step)).unwrap();
+                model.insert(key(i), value(step));
+            }
+            5 => {
+                db.remove(key(i)).unwrap();
+                model.remove(&key(i));
+            }
+            _ => assert_eq!(db.get(key(i)).unwrap(), model.get(&key(i)).cloned()),
+        }
+        if step % 7_000 == 6_999 {
+            let scanned: BTreeMap<_, _> = db
+                .range::<Vec<u8>, _>(..)
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(scanned, model, "scan at step {step}");
+            drop(db);
+            db = open(&fs);
+        }
+    }
+    let stats = db.stats();
+    assert!(stats.filter_memory_resident <= 4 << 10);
+    assert!(sum(&stats, |l| l.transient_loads) > 0, "{stats:?}");
+    for i in 0..3_000 {
+        assert_eq!(db.get(key(i)).unwrap(), model.get(&key(i)).cloned());
+    }
+}
+
+#[test]
+fn a_damaged_table_opens_and_is_reported_with_its_file_at_first_use() {
+    let fs = store();
+    let mut names = fs.list(Path::new(DIR)).unwrap();
+    names.retain(|n| n.ends_with(".sst"));
+    names.sort();
+    let path = Path::new(DIR).join(&names[names.len() / 2]);
+    let mut bytes = fs.contents(&path).unwrap();
+    let len = bytes.len();
+    // The footer: nothing of the table can be read.
+    bytes[len - 3] ^= 0x5a;
+    fs.set_contents(&path, bytes).unwrap();
+
+    let db = builder(Arc::new(fs.clone()), u64::MAX).open().unwrap();
+    let mut reported = None;
+    for i in 0..KEYS {
+        match db.get(key(i)) {
+            Ok(found) => assert_eq!(found, Some(value(i))),
+            Err(Error::Corruption { path, .. }) => {
+                reported = Some(path);
+                break;
+            }
+            Err(other) => panic!("key {i}: {other}"),
+        }
+    }
+    assert_eq!(reported.as_deref(), Some(path.as_path()));
+    drop(db);
+    let report = siftdb::verify_in(&fs, Path::new(DIR), &mut |_| {}).unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+}
