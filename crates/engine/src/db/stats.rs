@@ -88,7 +88,7 @@ pub struct LevelStats {
     pub filter_negatives: u64,
     /// "Maybe" answers for tables without the key.
     pub filter_false_positives: u64,
-    /// Bytes of scan filters (prefix and range filters).
+    /// Bytes of scan filters (prefix and range filters), as stored.
     pub scan_filter_bytes: u64,
     /// Bytes of the level's table metadata (indexes, filters, properties)
     /// resident now.

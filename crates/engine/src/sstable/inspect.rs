@@ -206,7 +206,7 @@ impl TableFile {
         let (mut entries, mut distinct) = (0u64, 0u64);
         let (mut min_seq, mut max_seq) = (SeqNo::MAX, 0);
         let mut smallest = None;
-        for (at, index_entry) in table.index().entries.iter().enumerate() {
+        for (at, index_entry) in table.index()?.entries.iter().enumerate() {
             let offset = index_entry.handle.offset;
             let block = table.read_data_block(at)?;
             for item in block.entries() {

@@ -39,6 +39,8 @@ pub(crate) struct TableIter {
     front: VecDeque<Entry>,
     /// Entries of the back end's block not yet yielded.
     back: VecDeque<Entry>,
+    /// An error met before the first item (the index could not be read).
+    error: Option<Error>,
     failed: bool,
 }
 
@@ -73,9 +75,17 @@ impl Cursor {
 }
 
 impl TableIter {
-    /// Entries of `table` whose user keys lie within the bounds.
+    /// Entries of `table` whose user keys lie within the bounds. An index
+    /// that cannot be read is the iterator's one item.
     pub(crate) fn new(table: Arc<Table>, bounds: SharedBounds) -> Self {
-        let index = table.index();
+        let index = match table.index() {
+            Ok(index) => index,
+            Err(e) => {
+                let mut iter = Self::over(Arc::clone(&table), bounds, 0..0);
+                iter.error = Some(e);
+                return iter;
+            }
+        };
         let blocks = index.entries.len();
         let search = |user_key: &[u8], seq, kind| {
             let mut key = Vec::with_capacity(user_key.len() + 8);
@@ -94,15 +104,21 @@ impl TableIter {
             }
             Bound::Unbounded => blocks,
         };
+        Self::over(table, bounds, next_front..next_back.max(next_front))
+    }
+
+    /// The iterator over data blocks `blocks` of `table`.
+    fn over(table: Arc<Table>, bounds: SharedBounds, blocks: Range<usize>) -> Self {
         Self {
             table,
             bounds,
-            next_front,
-            next_back: next_back.max(next_front),
-            first_front: next_front,
+            next_front: blocks.start,
+            next_back: blocks.end,
+            first_front: blocks.start,
             cursor: None,
             front: VecDeque::new(),
             back: VecDeque::new(),
+            error: None,
             failed: false,
         }
     }
@@ -239,6 +255,9 @@ impl Iterator for TableIter {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.error.take() {
+            return self.fail(e);
+        }
         while !self.failed {
             if let Some(item) = self.next_from_cursor() {
                 return Some(item);
@@ -267,6 +286,9 @@ impl crate::iter::Source for TableIter {}
 
 impl DoubleEndedIterator for TableIter {
     fn next_back(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.error.take() {
+            return self.fail(e);
+        }
         while !self.failed {
             if let Some(entry) = self.back.pop_back() {
                 return Some(Ok(entry));

@@ -2,7 +2,7 @@
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use sift_filter::KeyHash;
 
@@ -16,7 +16,7 @@ use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::open_files::OpenFiles;
 use super::properties::Properties;
-use super::trailer::read_block;
+use super::trailer::{BlockHandle, read_block};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::iter::UserBounds;
@@ -36,19 +36,27 @@ enum Source {
     Shared(Arc<OpenFiles>),
 }
 
-/// An open table: index and filter pinned in memory, data blocks read through the cache.
+/// An open table: its key filter and properties in memory, its index and
+/// other filters read at first use, data blocks read through the cache.
 #[derive(Debug)]
 pub(crate) struct Table {
     source: Source,
     path: PathBuf,
     id: u64,
     cache: Arc<BlockCache>,
-    index: Index,
+    /// Decoded at its first use (as `values`): a lookup that the key
+    /// filter answers never needs it. Its block, checked against the
+    /// properties when decoded.
+    index: OnceLock<Index>,
+    index_handle: BlockHandle,
     filter: KeyFilter,
-    /// The value index leaves, decoded at open.
-    values: ValueFilters,
-    /// Prefix and range filters, decoded at open.
-    scan: ScanFilters,
+    /// The value index leaves, decoded at their first use: a point lookup
+    /// never asks them, and the budget of resident metadata makes loads
+    /// frequent.
+    values: OnceLock<ValueFilters>,
+    /// Prefix and range filters, decoded at their first use (as `values`;
+    /// a range filter is half the cost of a whole load).
+    scan: OnceLock<ScanFilters>,
     /// Format version from the footer.
     version: u32,
     properties: Properties,
@@ -125,21 +133,6 @@ impl Table {
             ));
         }
 
-        let raw = read_block(file.as_ref(), &path, footer.index, limit)?;
-        let index =
-            Index::decode(&raw, data_end).map_err(|c| c.in_file(&path, footer.index.offset))?;
-        let last = index.entries.last();
-        let consistent = index.entries.len() as u64 == properties.data_blocks
-            && last.map_or(0, |e| e.handle.end().unwrap_or(u64::MAX)) == data_end
-            && last.is_none_or(|e| *e.last_key == *properties.largest);
-        if !consistent {
-            return Err(Error::corruption(
-                &path,
-                footer.index.offset,
-                "index disagrees with the properties (block count, data end or largest key)",
-            ));
-        }
-
         let filter = KeyFilter::load(
             file.as_ref(),
             &path,
@@ -148,32 +141,16 @@ impl Table {
             limit,
             properties.largest_user_key(),
         )?;
-        let values = ValueFilters::load(
-            file.as_ref(),
-            &path,
-            &properties.value_filters,
-            properties.data_blocks,
-            limit,
-        )?;
-        let scan = ScanFilters::load(
-            file.as_ref(),
-            &path,
-            properties.scan_filters,
-            limit,
-            common_prefix(
-                properties.smallest_user_key(),
-                properties.largest_user_key(),
-            ),
-        )?;
         Ok(Self {
             source,
             path,
             id,
             cache,
-            index,
+            index: OnceLock::new(),
+            index_handle: footer.index,
             filter,
-            values,
-            scan,
+            values: OnceLock::new(),
+            scan: OnceLock::new(),
             version: footer.version,
             properties,
             properties_offset: footer.properties.offset,
@@ -206,7 +183,7 @@ impl Table {
         if self.properties.entries == 0 {
             return Some(false);
         }
-        self.scan.may_hold(
+        self.scan_filters().may_hold(
             probe,
             bounds,
             self.properties.smallest_user_key(),
@@ -221,7 +198,7 @@ impl Table {
         if self.properties.entries == 0 {
             return Some(false);
         }
-        self.scan.range_may_hold(
+        self.scan_filters().range_may_hold(
             lower,
             upper,
             self.properties.smallest_user_key(),
@@ -238,13 +215,75 @@ impl Table {
             .properties
             .file_size
             .saturating_sub(self.properties.stored_data_bytes);
-        let entries = self.index.entries.len() * std::mem::size_of::<super::index::IndexEntry>();
-        stored + entries as u64 + std::mem::size_of::<Self>() as u64
+        let entries =
+            self.properties.data_blocks * std::mem::size_of::<super::index::IndexEntry>() as u64;
+        stored + entries + std::mem::size_of::<Self>() as u64
     }
 
-    /// The prefix and range filters.
+    /// The prefix and range filters, read now if this is their first use.
+    /// Filters that cannot be read for an I/O error rule nothing out this
+    /// time (as damaged ones), and are read again at the next use.
     pub(crate) fn scan_filters(&self) -> &ScanFilters {
-        &self.scan
+        static UNREAD: ScanFilters = ScanFilters::none();
+        if let Some(filters) = self.scan.get() {
+            return filters;
+        }
+        let common = common_prefix(
+            self.properties.smallest_user_key(),
+            self.properties.largest_user_key(),
+        );
+        let read = self.file().and_then(|file| {
+            ScanFilters::load(
+                file.as_ref(),
+                &self.path,
+                self.properties.scan_filters,
+                self.metadata_limit(),
+                common,
+            )
+        });
+        match read {
+            Ok(filters) => self.scan.get_or_init(|| filters),
+            Err(_) => &UNREAD,
+        }
+    }
+
+    /// The value filters, read now if this is their first use. Filters
+    /// that cannot be read for an I/O error are missing this time (a
+    /// search reads the table whole, and meets the error there if it
+    /// lasts), and are read again at the next use.
+    fn values(&self) -> &ValueFilters {
+        static UNREAD: ValueFilters = ValueFilters::none();
+        if let Some(filters) = self.values.get() {
+            return filters;
+        }
+        let read = self.file().and_then(|file| {
+            ValueFilters::load(
+                file.as_ref(),
+                &self.path,
+                &self.properties.value_filters,
+                self.properties.data_blocks,
+                self.metadata_limit(),
+            )
+        });
+        match read {
+            Ok(filters) => self.values.get_or_init(|| filters),
+            Err(_) => &UNREAD,
+        }
+    }
+
+    /// Where the blocks end: the footer's offset.
+    fn metadata_limit(&self) -> u64 {
+        self.properties.file_size.saturating_sub(FOOTER_LEN as u64)
+    }
+
+    /// The table's file, opened if the database's open files closed it.
+    fn file(&self) -> Result<Arc<dyn ReadableFile>> {
+        match &self.source {
+            Source::Held(file) => Ok(Arc::clone(file)),
+            Source::Shared(files) => files
+                .get(self.id, &self.path)
+                .map_err(|e| Error::io(&self.path, e)),
+        }
     }
 
     /// Starts loading what [`Table::may_contain_in_range`] will read.
@@ -319,8 +358,9 @@ impl Table {
                 &heap
             }
         };
-        let at = self.index.find(search);
-        if at >= self.index.entries.len() {
+        let index = self.index()?;
+        let at = index.find(search);
+        if at >= index.entries.len() {
             return Ok(None);
         }
         let block = match last.take() {
@@ -386,9 +426,43 @@ impl Table {
         &self.properties
     }
 
-    /// The decoded index.
-    pub(crate) fn index(&self) -> &Index {
-        &self.index
+    /// The index, read and checked now if this is its first use. An
+    /// error is not kept: the next use tries again.
+    pub(crate) fn index(&self) -> Result<&Index> {
+        if let Some(index) = self.index.get() {
+            return Ok(index);
+        }
+        let index = self.read_index()?;
+        Ok(self.index.get_or_init(|| index))
+    }
+
+    fn read_index(&self) -> Result<Index> {
+        let (path, at) = (&self.path, self.index_handle.offset);
+        let data_end = self.properties.stored_data_bytes;
+        let raw = read_block(
+            self.file()?.as_ref(),
+            path,
+            self.index_handle,
+            self.metadata_limit(),
+        )?;
+        let index = Index::decode(&raw, data_end).map_err(|c| c.in_file(path, at))?;
+        let last = index.entries.last();
+        let consistent = index.entries.len() as u64 == self.properties.data_blocks
+            && last.map_or(0, |e| e.handle.end().unwrap_or(u64::MAX)) == data_end
+            && last.is_none_or(|e| *e.last_key == *self.properties.largest);
+        if !consistent {
+            return Err(Error::corruption(
+                path,
+                at,
+                "index disagrees with the properties (block count, data end or largest key)",
+            ));
+        }
+        Ok(index)
+    }
+
+    /// Data blocks (what the properties say, and the index agrees with).
+    pub(crate) fn data_blocks(&self) -> usize {
+        self.properties.data_blocks as usize
     }
 
     /// The key filter.
@@ -399,18 +473,18 @@ impl Table {
     /// The leaf of value index `index_id`: present, missing (the table
     /// predates the index) or unreadable (damaged).
     pub(crate) fn value_filter(&self, index_id: u64) -> ValueLeaf {
-        self.values.leaf(index_id)
+        self.values().leaf(index_id)
     }
 
     /// The block value filters of index `index_id`; `None` when a search
     /// must read every block (none written, or damaged).
     pub(crate) fn block_filters(&self, index_id: u64) -> Option<&Arc<BlockFilters>> {
-        self.values.blocks(index_id)
+        self.values().blocks(index_id)
     }
 
     /// All value filters of the table.
     pub(crate) fn value_filters(&self) -> &ValueFilters {
-        &self.values
+        self.values()
     }
 
     /// The table's format version.
@@ -423,15 +497,19 @@ impl Table {
         self.properties_offset
     }
 
-    /// File offset of data block `at` (0 if there is none).
+    /// File offset of data block `at` (0 if there is none, or the index
+    /// has not been read).
     pub(crate) fn block_offset(&self, at: usize) -> u64 {
-        self.index.entries.get(at).map_or(0, |e| e.handle.offset)
+        self.index
+            .get()
+            .and_then(|index| index.entries.get(at))
+            .map_or(0, |e| e.handle.offset)
     }
 
     /// Data block `at` of the index, from the cache or the file.
     pub(crate) fn data_block(&self, at: usize) -> Result<Arc<Block>> {
         let handle = self
-            .index
+            .index()?
             .entries
             .get(at)
             .map(|e| e.handle)
@@ -470,7 +548,8 @@ impl Table {
 
     /// The user key of the last entry of data block `at`.
     pub(crate) fn block_last_user_key(&self, at: usize) -> Option<&[u8]> {
-        self.index
+        self.index()
+            .ok()?
             .entries
             .get(at)
             .and_then(|e| ParsedKey::parse(&e.last_key))
@@ -479,19 +558,14 @@ impl Table {
 
     /// Data block `at` read from the file, bypassing the cache.
     pub(crate) fn read_data_block(&self, at: usize) -> Result<Block> {
-        let offset = self.block_offset(at);
         let handle = self
-            .index
+            .index()?
             .entries
             .get(at)
             .map(|e| e.handle)
-            .ok_or_else(|| Error::corruption(&self.path, offset, format!("no data block {at}")))?;
-        let file = match &self.source {
-            Source::Held(file) => Arc::clone(file),
-            Source::Shared(files) => files
-                .get(self.id, &self.path)
-                .map_err(|e| Error::io(&self.path, e))?,
-        };
+            .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
+        let offset = handle.offset;
+        let file = self.file()?;
         let raw = read_block(
             file.as_ref(),
             &self.path,

@@ -213,7 +213,7 @@ fn check_leaves(table: &Arc<Table>, check: &mut LeafCheck<'_>, out: &mut Finding
     if present.is_empty() {
         return;
     }
-    for at in 0..table.index().entries.len() {
+    for at in 0..table.data_blocks() {
         let walked = table.for_each_in_block(at, |key, value| {
             if key.kind != ValueKind::Value {
                 return;

@@ -89,9 +89,9 @@ impl Summary {
             data_blocks: props.data_blocks,
             distinct_keys: props.distinct_keys,
             filter_bytes: props.filter_bytes,
-            scan_filter_bytes: table.scan_filters().size_bytes(),
+            scan_filter_bytes: props.scan_filters.map_or(0, |h| h.size),
             filter_kind: props.filter_kind.name(),
-            value_indexes: table.value_filters().ids().map(|(id, ..)| id).collect(),
+            value_indexes: props.value_filters.iter().map(|e| e.index_id).collect(),
         }
     }
 }

@@ -245,7 +245,7 @@ fn block_filters_hold_each_block_s_values_and_rule_out_others() {
     // Every city is in the filter of the block its entry is in.
     let mut positives = 0;
     let mut probes = 0;
-    for at in 0..table.index().entries.len() {
+    for at in 0..table.data_blocks() {
         let mut held = std::collections::BTreeSet::new();
         table
             .for_each_in_block(at, |key, value| {

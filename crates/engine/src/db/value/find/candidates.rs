@@ -73,7 +73,7 @@ pub(super) fn probe(
                 }
                 stats.tables_unindexed += u64::from(unindexed);
                 let reader = table.table_arc()?;
-                let count = reader.index().entries.len();
+                let count = reader.data_blocks();
                 let blocks: Vec<usize> = match reader.block_filters(record.id) {
                     Some(filters) => {
                         stats.block_filters_probed += count as u64;
@@ -119,7 +119,7 @@ impl Candidates {
         };
         for candidate in &self.tables {
             let t = &candidate.table;
-            let blocks = candidate.reader.index().entries.len();
+            let blocks = candidate.reader.data_blocks();
             let per_block = t.meta.entries as f64 / blocks.max(1) as f64;
             work.candidate_blocks += candidate.blocks.len() as u64;
             work.candidate_entries += candidate.blocks.len() as f64 * per_block;

@@ -128,6 +128,15 @@ impl ScanFilters {
         })
     }
 
+    /// No filters: they rule nothing out.
+    pub(crate) const fn none() -> Self {
+        Self {
+            prefix: None,
+            range: None,
+            problem: None,
+        }
+    }
+
     fn damaged(offset: u64, detail: String) -> Self {
         Self {
             problem: Some((offset, detail)),
@@ -249,13 +258,6 @@ impl ScanFilters {
             }
             _ => None,
         }
-    }
-
-    /// Data bytes of both filters.
-    pub(crate) fn size_bytes(&self) -> u64 {
-        let prefix = self.prefix.as_ref().map_or(0, |(_, f)| f.size_bytes());
-        let range = self.range.as_ref().map_or(0, |(_, f)| f.size_bytes());
-        (prefix + range) as u64
     }
 
     /// The damage found at load, as the error `verify` reports.

@@ -178,6 +178,14 @@ impl ValueFilters {
         Ok(out)
     }
 
+    /// No filters: every index's leaf is missing.
+    pub(crate) const fn none() -> Self {
+        Self {
+            indexes: Vec::new(),
+            problem: None,
+        }
+    }
+
     /// `read`'s value, or `None` with the damage remembered; I/O errors
     /// pass through.
     fn keep<T>(&mut self, read: Result<T>) -> Result<Option<T>> {
