@@ -47,7 +47,6 @@ mod manifest;
 mod memtable;
 mod options;
 mod prefix;
-#[cfg(any(test, feature = "fuzzing"))]
 mod rng;
 mod sstable;
 /// Optimistic serializable transactions whose read and write sets are

@@ -1,5 +1,6 @@
 //! [`SplitMix64`]: a tiny deterministic generator, for what must be
-//! reproducible from a seed (crash images, the compaction simulator).
+//! reproducible from a seed (crash images, the compaction simulator) and
+//! for the metadata budget's eviction samples.
 
 /// SplitMix64 over its state (the seed).
 #[derive(Debug, Clone)]
@@ -21,6 +22,7 @@ impl SplitMix64 {
     }
 
     /// True with probability `1 / n`.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn one_in(&mut self, n: u64) -> bool {
         self.below(n) == 0
     }

@@ -105,6 +105,10 @@ fn an_open_reads_no_table_and_a_lookup_reads_the_tables_it_meets() {
     let levels = stats.levels.iter().filter(|l| l.tables > 0).count() as u64;
     let stats = db.stats();
     let loads = sum(&stats, |l| l.metadata_loads);
+    eprintln!(
+        "LOADS {loads} levels {levels} transient {}",
+        sum(&stats, |l| l.transient_loads)
+    );
     assert!(
         (1..=levels).contains(&loads),
         "{loads} tables read for one lookup in {levels} levels"
@@ -185,6 +189,49 @@ fn resident_metadata_stays_within_the_budget_under_readers_and_compactions() {
     for i in (0..KEYS + 8_000).step_by(7) {
         assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "key {i}");
     }
+}
+
+/// A budget of a few tables: the tables a hot key range lives in stay
+/// resident while lookups elsewhere pass through them, so the hot tables
+/// are read once and each cold lookup reads at most the tables it meets.
+/// (Were victims drawn without regard to heat, a cold load would push a
+/// hot table out about every other time.)
+#[test]
+fn hot_tables_stay_resident_while_cold_lookups_pass_through() {
+    let fs = store();
+    let full = full_metadata(&fs);
+    let levels = {
+        let db = builder(Arc::new(fs.clone()), u64::MAX).open().unwrap();
+        let stats = db.stats();
+        let count = tables(&stats) as u64;
+        let levels = stats.levels.iter().filter(|l| l.tables > 0).count() as u64;
+        // Room for about two tables per level.
+        drop(db);
+        (levels, 2 * levels * full / count)
+    };
+    let (levels, budget) = levels;
+    let db = builder(Arc::new(fs), budget).open().unwrap();
+    let loads = |db: &Db| sum(&db.stats(), |l| l.metadata_loads);
+    let mut x = 0x1234_5678_u32;
+    let mut hot_loads = 0;
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let cold = 1_000 + x % (KEYS - 1_000);
+        assert_eq!(db.get(key(cold)).unwrap(), Some(value(cold)));
+        let before = loads(&db);
+        for i in 0..20 {
+            assert_eq!(db.get(key(i)).unwrap(), Some(value(i)));
+        }
+        hot_loads += loads(&db) - before;
+    }
+    // The first round reads the hot tables, at most one per level.
+    assert!(
+        hot_loads <= levels,
+        "the hot tables were read {hot_loads} times"
+    );
+    assert!(db.stats().filter_memory_resident <= budget);
 }
 
 /// A tiny budget: most uses read a table's metadata and drop it again.

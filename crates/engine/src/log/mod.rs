@@ -16,7 +16,9 @@ mod reader;
 mod stream;
 mod writer;
 
-pub(crate) use reader::{collect, read_log};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use reader::collect;
+pub(crate) use reader::read_log;
 pub(crate) use stream::{LogStream, Step, Tail};
 pub(crate) use writer::LogWriter;
 

@@ -33,6 +33,7 @@ use arc_swap::ArcSwapOption;
 
 use super::COUNTED_LEVELS;
 use crate::error::Result;
+use crate::rng::SplitMix64;
 use crate::sstable::Table;
 
 /// Uses are added to a table's count this many at a time.
@@ -192,7 +193,7 @@ pub(crate) struct Residency {
     levels: [LevelCounts; COUNTED_LEVELS],
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     /// Bytes charged to the resident tables.
     used: u64,
@@ -205,18 +206,17 @@ struct State {
     resident: Vec<Arc<Slot>>,
     position: HashMap<u64, usize>,
     /// Picks the samples.
-    rng: u64,
+    rng: SplitMix64,
 }
 
 impl State {
     /// A resident table drawn at random.
     fn sample(&mut self) -> Option<&Arc<Slot>> {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut x = self.rng;
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         let len = self.resident.len() as u64;
-        (len > 0).then(|| &self.resident[((x ^ (x >> 31)) % len) as usize])
+        if len == 0 {
+            return None;
+        }
+        self.resident.get(self.rng.below(len) as usize)
     }
 
     fn insert(&mut self, slot: &Arc<Slot>) {
@@ -239,7 +239,14 @@ impl Residency {
     pub(crate) fn new(budget: u64) -> Self {
         Self {
             budget,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                used: 0,
+                round: 0,
+                evictions_this_round: 0,
+                resident: Vec::new(),
+                position: HashMap::new(),
+                rng: SplitMix64(0),
+            }),
             levels: Default::default(),
         }
     }
