@@ -112,7 +112,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.cache_mib
     );
     println!(
-        "{:<15} {:>6} {:<9} {:>10} {:>11} {:>10} {:>11} {:>11} {:>8} {:>10} {:>9}",
+        "{:<15} {:>6} {:<9} {:>10} {:>11} {:>10} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9}",
         "distribution",
         "budget",
         "engine",
@@ -123,6 +123,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         "resident",
         "loads",
         "evictions",
+        "cached",
         "RSS MiB"
     );
     for distribution in &args.distributions {
@@ -139,7 +140,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     }
                 };
                 println!(
-                    "{distribution:<15} {:>5}% {engine:<9} {:>10.1} {:>11.0} {:>10.0} {:>11} {:>11} {:>8} {:>10} {:>9.0}",
+                    "{distribution:<15} {:>5}% {engine:<9} {:>10.1} {:>11.0} {:>10.0} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9.0}",
                     percent,
                     row.open_ms,
                     row.first_us,
@@ -151,6 +152,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     )),
                     row.loads.map_or("-".into(), |n| n.to_string()),
                     row.evictions.map_or("-".into(), |n| n.to_string()),
+                    row.cached.map_or("-".into(), |n| n.to_string()),
                     row.rss as f64 / (1 << 20) as f64,
                 );
             }
@@ -168,6 +170,8 @@ struct Row {
     resident: Option<u64>,
     loads: Option<u64>,
     evictions: Option<u64>,
+    /// Uses of tables not resident served by the block cache.
+    cached: Option<u64>,
     rss: u64,
 }
 
@@ -299,6 +303,7 @@ fn sift_row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result
         resident: Some(after.filter_memory_resident),
         loads: Some(sum(&after, |l| l.metadata_loads)),
         evictions: Some(sum(&after, |l| l.metadata_evictions)),
+        cached: Some(sum(&after, |l| l.metadata_cache_hits)),
         rss: memory()?.0,
     })
 }
@@ -381,6 +386,7 @@ mod rocks {
             resident: None,
             loads: None,
             evictions: None,
+            cached: None,
             rss: memory()?.0,
         })
     }

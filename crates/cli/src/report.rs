@@ -57,12 +57,14 @@ pub fn levels(out: &mut Output, stats: &Stats) -> Outcome {
     let total = |field: fn(&LevelStats) -> u64| stats.levels.iter().map(field).sum::<u64>();
     let unread: usize = stats.levels.iter().map(|l| l.tables_unread).sum();
     out.line(format!(
-        "table metadata in memory: {} of {} budget; {} loads, {} evictions, {} transient loads{}",
+        "table metadata in memory: {} of {} budget; {} loads, {} evictions, {} transient loads, \
+         {} served by the block cache{}",
         human_bytes(stats.filter_memory_resident),
         human_bytes(stats.filter_memory_budget),
         total(|l| l.metadata_loads),
         total(|l| l.metadata_evictions),
         total(|l| l.transient_loads),
+        total(|l| l.metadata_cache_hits),
         if unread > 0 {
             format!("; {unread} tables not read since open (left out above)")
         } else {
@@ -221,6 +223,7 @@ fn level_json(level: usize, s: &LevelStats) -> Value {
         "metadata_loads": s.metadata_loads,
         "metadata_evictions": s.metadata_evictions,
         "transient_loads": s.transient_loads,
+        "metadata_cache_hits": s.metadata_cache_hits,
     })
 }
 

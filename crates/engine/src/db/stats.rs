@@ -98,9 +98,13 @@ pub struct LevelStats {
     pub metadata_loads: u64,
     /// Tables whose metadata was evicted to stay within the budget.
     pub metadata_evictions: u64,
-    /// Loads not kept: a table colder than every resident one, read for
-    /// one use (or for a compaction), its metadata dropped after.
+    /// Loads not kept: a table colder than the resident ones it was
+    /// weighed against, read for one use (then kept in the block cache) or
+    /// for a compaction.
     pub transient_loads: u64,
+    /// Uses of a table not resident served by the block cache, which holds
+    /// the metadata the budget did not keep beside the data blocks.
+    pub metadata_cache_hits: u64,
     /// Scan filter probes at this level since open: one per table a
     /// bounded or prefix scan reached whose prefix or range filter applied.
     pub scan_filter_probes: u64,
@@ -187,6 +191,7 @@ pub(super) fn snapshot(counters: &Counters, version: &Version, residency: &Resid
                 stats.metadata_loads = resident.loads;
                 stats.metadata_evictions = resident.evictions;
                 stats.transient_loads = resident.transient_loads;
+                stats.metadata_cache_hits = resident.cache_hits;
             }
             stats
         })

@@ -49,14 +49,10 @@ pub(crate) struct Table {
     /// properties when decoded.
     index: OnceLock<Index>,
     index_handle: BlockHandle,
-    filter: KeyFilter,
-    /// The value index leaves, decoded at their first use: a point lookup
-    /// never asks them, and the budget of resident metadata makes loads
-    /// frequent.
+    /// The value index leaves and block filters, decoded at their first
+    /// use (as the index: point lookups never ask them).
     values: OnceLock<ValueFilters>,
-    /// Prefix and range filters, decoded at their first use (as `values`;
-    /// a range filter is half the cost of a whole load).
-    scan: OnceLock<ScanFilters>,
+    filter: KeyFilter,
     /// Format version from the footer.
     version: u32,
     properties: Properties,
@@ -147,10 +143,9 @@ impl Table {
             id,
             cache,
             index: OnceLock::new(),
+            values: OnceLock::new(),
             index_handle: footer.index,
             filter,
-            values: OnceLock::new(),
-            scan: OnceLock::new(),
             version: footer.version,
             properties,
             properties_offset: footer.properties.offset,
@@ -183,6 +178,10 @@ impl Table {
         if self.properties.entries == 0 {
             return Some(false);
         }
+        if probe.prefix.is_none() && !probe.ranged {
+            // No filter applies: not worth reading them.
+            return None;
+        }
         self.scan_filters().may_hold(
             probe,
             bounds,
@@ -207,51 +206,47 @@ impl Table {
     }
 
     /// Bytes the table's metadata takes in memory: everything the file
-    /// holds after its data blocks (index, filters, properties, footer), as
-    /// decoded about as large as stored, plus the index's per-entry
-    /// structs, which the encoding does not hold.
+    /// holds after its data blocks (index, key and value filters,
+    /// properties, footer) but the scan filters, which live in the block
+    /// cache; as decoded about as large as stored, plus the index's
+    /// per-entry structs, which the encoding does not hold.
     pub(crate) fn resident_bytes(&self) -> u64 {
-        let stored = self
-            .properties
+        let props = &self.properties;
+        let cached = props.scan_filters.map_or(0, |h| h.size);
+        let stored = props
             .file_size
-            .saturating_sub(self.properties.stored_data_bytes);
-        let entries =
-            self.properties.data_blocks * std::mem::size_of::<super::index::IndexEntry>() as u64;
+            .saturating_sub(props.stored_data_bytes)
+            .saturating_sub(cached);
+        let entries = props.data_blocks * std::mem::size_of::<super::index::IndexEntry>() as u64;
         stored + entries + std::mem::size_of::<Self>() as u64
     }
 
-    /// The prefix and range filters, read now if this is their first use.
-    /// Filters that cannot be read for an I/O error rule nothing out this
-    /// time (as damaged ones), and are read again at the next use.
-    pub(crate) fn scan_filters(&self) -> &ScanFilters {
-        static UNREAD: ScanFilters = ScanFilters::none();
-        if let Some(filters) = self.scan.get() {
-            return filters;
-        }
+    /// The prefix and range filters, through the block cache: only scans
+    /// ask them, so they are neither read with the table nor charged to
+    /// the budget of resident metadata. Filters that cannot be read for an
+    /// I/O error rule nothing out this time, and are read again next time.
+    pub(crate) fn scan_filters(&self) -> Arc<ScanFilters> {
+        let handle = self.properties.scan_filters;
         let common = common_prefix(
             self.properties.smallest_user_key(),
             self.properties.largest_user_key(),
         );
-        let read = self.file().and_then(|file| {
-            ScanFilters::load(
-                file.as_ref(),
-                &self.path,
-                self.properties.scan_filters,
-                self.metadata_limit(),
-                common,
-            )
-        });
-        match read {
-            Ok(filters) => self.scan.get_or_init(|| filters),
-            Err(_) => &UNREAD,
-        }
+        let load = || {
+            let file = self.file()?;
+            let limit = self.metadata_limit();
+            let filters = ScanFilters::load(file.as_ref(), &self.path, handle, limit, common)?;
+            Ok((filters, handle.map_or(0, |h| h.size)))
+        };
+        self.cache
+            .scan_filters(self.id, load)
+            .unwrap_or_else(|_| Arc::new(ScanFilters::none()))
     }
 
     /// The value filters, read now if this is their first use. Filters
     /// that cannot be read for an I/O error are missing this time (a
     /// search reads the table whole, and meets the error there if it
-    /// lasts), and are read again at the next use.
-    fn values(&self) -> &ValueFilters {
+    /// lasts), and are read again next time.
+    pub(crate) fn value_filters(&self) -> &ValueFilters {
         static UNREAD: ValueFilters = ValueFilters::none();
         if let Some(filters) = self.values.get() {
             return filters;
@@ -473,18 +468,13 @@ impl Table {
     /// The leaf of value index `index_id`: present, missing (the table
     /// predates the index) or unreadable (damaged).
     pub(crate) fn value_filter(&self, index_id: u64) -> ValueLeaf {
-        self.values().leaf(index_id)
+        self.value_filters().leaf(index_id)
     }
 
     /// The block value filters of index `index_id`; `None` when a search
     /// must read every block (none written, or damaged).
     pub(crate) fn block_filters(&self, index_id: u64) -> Option<&Arc<BlockFilters>> {
-        self.values().blocks(index_id)
-    }
-
-    /// All value filters of the table.
-    pub(crate) fn value_filters(&self) -> &ValueFilters {
-        self.values()
+        self.value_filters().blocks(index_id)
     }
 
     /// The table's format version.

@@ -86,26 +86,47 @@ impl LiveTable {
         if let Some(guard) = self.shared.residency.resident_for_use(&self.slot) {
             return Ok(TableRef(Held::Resident(guard)));
         }
-        self.shared
-            .residency
-            .read(&self.slot, |slot| self.read(slot), true)
+        self.not_resident(true)
             .map(|table| TableRef(Held::Read(table)))
     }
 
     /// [`LiveTable::table`] as an `Arc`, for a reader that outlives the call.
     pub(crate) fn table_arc(&self) -> Result<Arc<Table>> {
-        self.shared
-            .residency
-            .get(&self.slot, |slot| self.read(slot))
+        let resident = self.shared.residency.resident_for_use(&self.slot);
+        match resident.and_then(ResidentGuard::into_arc) {
+            Some(table) => Ok(table),
+            None => self.not_resident(true),
+        }
     }
 
     /// The table for a pass over all of it (a compaction, a backfill, a
-    /// verification): read and not kept unless it is resident already, so
-    /// that a pass does not push out what lookups use.
+    /// verification): read and kept nowhere unless it is resident or
+    /// cached already, so that a pass does not push out what lookups use.
     pub(crate) fn table_for_pass(&self) -> Result<Arc<Table>> {
-        self.shared
-            .residency
-            .get_for_pass(&self.slot, |slot| self.read(slot))
+        match self.shared.residency.resident(&self.slot) {
+            Some(table) => Ok(table),
+            None => self.not_resident(false),
+        }
+    }
+
+    /// The table when its metadata is not resident: from the block cache,
+    /// where a table the budget did not keep is cached (and promoted into
+    /// the budget once it is hot enough), or read from the file. A use
+    /// for a lookup (`for_use`) caches what the budget does not keep.
+    fn not_resident(&self, for_use: bool) -> Result<Arc<Table>> {
+        let (cache, residency) = (&self.shared.cache, &self.shared.residency);
+        if let Some(table) = cache.table(self.meta.id) {
+            residency.served_by_cache(&self.slot);
+            if for_use {
+                residency.promote(&self.slot, &table);
+            }
+            return Ok(table);
+        }
+        let (table, kept) = residency.read(&self.slot, |slot| self.read(slot), for_use)?;
+        if for_use && !kept {
+            cache.insert_table(self.meta.id, Arc::clone(&table));
+        }
+        Ok(table)
     }
 
     /// What is known of the table once its metadata has been read.
@@ -153,6 +174,7 @@ impl LiveTable {
 impl Drop for LiveTable {
     fn drop(&mut self) {
         self.shared.residency.forget(self.meta.id);
+        self.shared.cache.forget_table(self.meta.id);
         if self.obsolete.load(Ordering::Acquire) {
             // An open descriptor would keep the deleted file's space in use.
             self.shared.files.forget(self.meta.id);

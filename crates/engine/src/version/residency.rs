@@ -1,9 +1,9 @@
 //! Which tables keep their metadata in memory, under a byte budget
 //! (`DbBuilder::filter_memory_bytes`).
 //!
-//! A table's metadata is its index, its key, prefix, range and value
-//! filters and its properties: everything but the data blocks, which the
-//! block cache holds. A database opens knowing only what the manifest says
+//! A table's metadata is its index, its key and value filters and its
+//! properties. The block cache holds the rest: the data blocks, and the
+//! prefix and range filters, which only scans ask. A database opens knowing only what the manifest says
 //! of each table (its key range, size and sequence numbers); a table's
 //! metadata is read at its first use.
 //!
@@ -45,12 +45,19 @@ const SAMPLES: usize = 16;
 thread_local! {
     /// Uses this thread has made of tables, modulo [`COUNT_STEP`].
     static TALLY: Cell<u64> = const { Cell::new(0) };
+    /// Uses this thread has made of tables served by the block cache.
+    static PROMOTIONS: Cell<u64> = const { Cell::new(0) };
 }
 
 /// A resident table held for one use.
 pub(crate) struct ResidentGuard(arc_swap::Guard<Option<Arc<Table>>>);
 
 impl ResidentGuard {
+    /// The table as an `Arc` (its count is taken).
+    pub(crate) fn into_arc(self) -> Option<Arc<Table>> {
+        arc_swap::Guard::into_inner(self.0)
+    }
+
     /// The table.
     pub(crate) fn table(&self) -> &Table {
         match self.0.as_deref() {
@@ -174,6 +181,7 @@ struct LevelCounts {
     loads: AtomicU64,
     evictions: AtomicU64,
     transient: AtomicU64,
+    cache_hits: AtomicU64,
 }
 
 /// One level's figures, as [`Residency::level_figures`] reports them.
@@ -183,6 +191,7 @@ pub(crate) struct LevelFigures {
     pub loads: u64,
     pub evictions: u64,
     pub transient_loads: u64,
+    pub cache_hits: u64,
 }
 
 /// The resident tables and the budget they share.
@@ -268,32 +277,36 @@ impl Residency {
         guard.is_some().then_some(ResidentGuard(guard))
     }
 
-    /// `slot`'s table for one use: resident, or read with `load` and kept
-    /// if the budget allows. Counts the use.
-    pub(crate) fn get(
-        &self,
-        slot: &Arc<Slot>,
-        load: impl FnOnce(&Slot) -> Result<Table>,
-    ) -> Result<Arc<Table>> {
-        slot.count_use();
-        match slot.table.load_full() {
-            Some(table) => Ok(table),
-            None => self.read(slot, load, true),
+    /// Counts a use served by the block cache, the table not resident.
+    pub(crate) fn served_by_cache(&self, slot: &Slot) {
+        self.levels[slot.level]
+            .cache_hits
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Makes `table`, served from the block cache, resident if it is now
+    /// hotter than what it would push out. Tried on one use in
+    /// [`COUNT_STEP`] per thread, so that the lock is rarely taken.
+    pub(crate) fn promote(&self, slot: &Arc<Slot>, table: &Arc<Table>) {
+        let due = PROMOTIONS.with(|n| {
+            n.set(n.get().wrapping_add(1));
+            n.get() % COUNT_STEP == 0
+        });
+        let Some(bytes) = slot.summary().map(|s| s.resident_bytes) else {
+            return;
+        };
+        if !due {
+            return;
+        }
+        let mut state = lock(&self.state);
+        if slot.table.load().is_none() && self.make_room(&mut state, slot, bytes) {
+            self.admit(&mut state, slot, Arc::clone(table), bytes);
         }
     }
 
-    /// `slot`'s table for a pass over all of it (a compaction or a
-    /// verification): resident if it is, else read and not kept, so that a
-    /// pass does not push out what lookups use. Counts no use.
-    pub(crate) fn get_for_pass(
-        &self,
-        slot: &Arc<Slot>,
-        load: impl FnOnce(&Slot) -> Result<Table>,
-    ) -> Result<Arc<Table>> {
-        match slot.table.load_full() {
-            Some(table) => Ok(table),
-            None => self.read(slot, load, false),
-        }
+    /// The table if it is resident, counting no use.
+    pub(crate) fn resident(&self, slot: &Slot) -> Option<Arc<Table>> {
+        slot.table.load_full()
     }
 
     /// Makes `table`, just written, resident if it fits without evicting
@@ -310,13 +323,13 @@ impl Residency {
     }
 
     /// Reads `slot`'s table with `load`, and keeps it when `keep` and it
-    /// can be made to fit by evicting colder tables.
+    /// can be made to fit by evicting colder tables; whether it was kept.
     pub(crate) fn read(
         &self,
         slot: &Arc<Slot>,
         load: impl FnOnce(&Slot) -> Result<Table>,
         keep: bool,
-    ) -> Result<Arc<Table>> {
+    ) -> Result<(Arc<Table>, bool)> {
         let table = Arc::new(load(slot)?);
         let counts = &self.levels[slot.level];
         counts.loads.fetch_add(1, Ordering::Relaxed);
@@ -327,14 +340,15 @@ impl Residency {
         let mut state = lock(&self.state);
         if let Some(resident) = slot.table.load_full() {
             // Another reader loaded it meanwhile.
-            return Ok(resident);
+            return Ok((resident, true));
         }
-        if keep && self.make_room(&mut state, slot, bytes) {
+        let kept = keep && self.make_room(&mut state, slot, bytes);
+        if kept {
             self.admit(&mut state, slot, Arc::clone(&table), bytes);
         } else {
             counts.transient.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(table)
+        Ok((table, kept))
     }
 
     fn admit(&self, state: &mut State, slot: &Arc<Slot>, table: Arc<Table>, bytes: u64) {
@@ -425,6 +439,7 @@ impl Residency {
             loads: counts.loads.load(Ordering::Relaxed),
             evictions: counts.evictions.load(Ordering::Relaxed),
             transient_loads: counts.transient.load(Ordering::Relaxed),
+            cache_hits: counts.cache_hits.load(Ordering::Relaxed),
         }
     }
 }
