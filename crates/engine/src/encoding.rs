@@ -126,21 +126,26 @@ impl<'a> Decoder<'a> {
 
     /// [`Decoder::varint`] of more than one byte (or at the end).
     fn varint_long(&mut self, what: &str) -> Result<u64, Corrupt> {
-        let start = self.pos;
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
         let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self.u8(what)?;
+        for (i, &byte) in rest.iter().take(10).enumerate() {
             let bits = u64::from(byte & 0x7f);
-            if shift == 63 && bits > 1 {
-                self.pos = start;
+            if i == 9 && bits > 1 {
                 return Err(self.error(format!("{what}: varint overflows 64 bits")));
             }
-            value |= bits << shift;
+            value |= bits << (7 * i);
             if byte & 0x80 == 0 {
+                self.pos += i + 1;
                 return Ok(value);
             }
         }
-        self.pos = start;
+        if rest.len() < 10 {
+            let missing = Corrupt::new(
+                self.bytes.len() as u64,
+                format!("{what}: needs 1 bytes, 0 left"),
+            );
+            return Err(missing);
+        }
         Err(self.error(format!("{what}: varint longer than 10 bytes")))
     }
 

@@ -206,8 +206,9 @@ impl TableFile {
         let (mut entries, mut distinct) = (0u64, 0u64);
         let (mut min_seq, mut max_seq) = (SeqNo::MAX, 0);
         let mut smallest = None;
-        for (at, index_entry) in table.index()?.entries.iter().enumerate() {
-            let offset = index_entry.handle.offset;
+        let index = table.index()?;
+        for at in 0..index.len() {
+            let offset = table.block_offset(at);
             let block = table.read_data_block(at)?;
             for item in block.entries() {
                 let (key, _) = item.map_err(|c| c.in_file(path, offset))?;
@@ -246,7 +247,7 @@ impl TableFile {
                 smallest.get_or_insert_with(|| key.clone());
                 previous = Some(key);
             }
-            if previous.as_deref() != Some(&*index_entry.last_key) {
+            if previous.as_deref() != index.last_key(at) {
                 return Err(Error::corruption(
                     path,
                     offset,

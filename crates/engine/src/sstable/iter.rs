@@ -86,7 +86,7 @@ impl TableIter {
                 return iter;
             }
         };
-        let blocks = index.entries.len();
+        let blocks = index.len();
         let search = |user_key: &[u8], seq, kind| {
             let mut key = Vec::with_capacity(user_key.len() + 8);
             encode_internal_key(&mut key, user_key, seq, kind);

@@ -208,8 +208,8 @@ impl Table {
     /// Bytes the table's metadata takes in memory: everything the file
     /// holds after its data blocks (index, key and value filters,
     /// properties, footer) but the scan filters, which live in the block
-    /// cache; as decoded about as large as stored, plus the index's
-    /// per-entry structs, which the encoding does not hold.
+    /// cache; as decoded about as large as stored, plus what the index
+    /// keeps per block to search the stored bytes.
     pub(crate) fn resident_bytes(&self) -> u64 {
         let props = &self.properties;
         let cached = props.scan_filters.map_or(0, |h| h.size);
@@ -217,7 +217,7 @@ impl Table {
             .file_size
             .saturating_sub(props.stored_data_bytes)
             .saturating_sub(cached);
-        let entries = props.data_blocks * std::mem::size_of::<super::index::IndexEntry>() as u64;
+        let entries = props.data_blocks * super::index::BYTES_PER_BLOCK;
         stored + entries + std::mem::size_of::<Self>() as u64
     }
 
@@ -355,7 +355,7 @@ impl Table {
         };
         let index = self.index()?;
         let at = index.find(search);
-        if at >= index.entries.len() {
+        if at >= index.len() {
             return Ok(None);
         }
         let block = match last.take() {
@@ -440,11 +440,12 @@ impl Table {
             self.index_handle,
             self.metadata_limit(),
         )?;
-        let index = Index::decode(&raw, data_end).map_err(|c| c.in_file(path, at))?;
-        let last = index.entries.last();
-        let consistent = index.entries.len() as u64 == self.properties.data_blocks
-            && last.map_or(0, |e| e.handle.end().unwrap_or(u64::MAX)) == data_end
-            && last.is_none_or(|e| *e.last_key == *self.properties.largest);
+        let index = Index::decode(raw, data_end).map_err(|c| c.in_file(path, at))?;
+        let last = index.len().checked_sub(1);
+        let consistent = index.len() as u64 == self.properties.data_blocks
+            && last.map_or(Some(0), |at| index.handle(at).and_then(BlockHandle::end))
+                == Some(data_end)
+            && last.is_none_or(|at| index.last_key(at) == Some(&*self.properties.largest));
         if !consistent {
             return Err(Error::corruption(
                 path,
@@ -492,17 +493,15 @@ impl Table {
     pub(crate) fn block_offset(&self, at: usize) -> u64 {
         self.index
             .get()
-            .and_then(|index| index.entries.get(at))
-            .map_or(0, |e| e.handle.offset)
+            .and_then(|index| index.handle(at))
+            .map_or(0, |h| h.offset)
     }
 
     /// Data block `at` of the index, from the cache or the file.
     pub(crate) fn data_block(&self, at: usize) -> Result<Arc<Block>> {
         let handle = self
             .index()?
-            .entries
-            .get(at)
-            .map(|e| e.handle)
+            .handle(at)
             .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
         if let Some(block) = self.cache.get(self.id, handle.offset) {
             return Ok(block);
@@ -540,9 +539,8 @@ impl Table {
     pub(crate) fn block_last_user_key(&self, at: usize) -> Option<&[u8]> {
         self.index()
             .ok()?
-            .entries
-            .get(at)
-            .and_then(|e| ParsedKey::parse(&e.last_key))
+            .last_key(at)
+            .and_then(ParsedKey::parse)
             .map(|k| k.user_key)
     }
 
@@ -550,9 +548,7 @@ impl Table {
     pub(crate) fn read_data_block(&self, at: usize) -> Result<Block> {
         let handle = self
             .index()?
-            .entries
-            .get(at)
-            .map(|e| e.handle)
+            .handle(at)
             .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
         let offset = handle.offset;
         let file = self.file()?;
