@@ -27,6 +27,13 @@ use crate::prefix::PrefixExtractor;
 /// Monkey spends what the cap leaves on the other levels.
 const MAX_MONKEY_BITS_PER_KEY: f64 = 32.0;
 
+/// Most bits per key the lookups a table's keys see can add to its level's
+/// share at compaction ([`FilterPolicy::access_shift`]), and take away. A
+/// cold table loses less than a hot one gains: its filter still answers the
+/// lookups that do come, and counts that are all zero say little.
+const MAX_ACCESS_GAIN: f64 = 4.0;
+const MAX_ACCESS_LOSS: f64 = 2.0;
+
 /// Largest bits per key a policy may ask for (a fixed per-level value or
 /// Monkey's average): FPR below 1e-13 for either kind, far past any use.
 const MAX_BITS_PER_KEY: f64 = 64.0;
@@ -42,7 +49,12 @@ pub enum BitsPerKey {
     /// of the levels' false-positive rates is smallest, each level's FPR
     /// modelled on the curve of the filter kind it gets (blocked Bloom or
     /// Ribbon). This gives deeper, larger levels fewer bits per key, and no
-    /// level more than 32. The default, with 10 bits/key.
+    /// level more than 32. Within a level, a compaction then gives its
+    /// output up to 4 bits per key more where the lookups that reached the
+    /// level went to the compacted keys more often than to the level's
+    /// average, and up to 2 fewer where they went less (Mnemosyne's
+    /// allocation by access counts), never adding memory to the level.
+    /// The default, with 10 bits/key.
     Monkey {
         /// Average bits per key over the whole database.
         average: f64,
@@ -191,6 +203,33 @@ impl FilterPolicy {
         })
     }
 
+    /// Bits per key to add to `level`'s share (of `entries` entries) for a
+    /// table whose keys were used `density` times per key, on a level
+    /// whose keys were used `level_density` times per key on average: the
+    /// allocation by access counts of Mnemosyne (2025), on top of Monkey's
+    /// by level. 0 for fixed per-level bits, which are kept as set.
+    ///
+    /// Minimizing the wasted reads `Σ aᵢ·FPRᵢ`, with `FPRᵢ = A·e^(−c·bᵢ)`,
+    /// for a fixed memory `Σ nᵢ·bᵢ` gives `bᵢ = λ + ln(aᵢ/nᵢ)/c`: keys
+    /// looked up twice as often get `ln 2 / c` more bits (1.44 for blocked
+    /// Bloom). Measured from the level's mean density, the shifts weighted
+    /// by keys sum to at most zero (Jensen), so a level's filters take no
+    /// more memory than Monkey gives them; uniform lookups shift nothing.
+    pub(crate) fn access_shift(
+        &self,
+        level: usize,
+        entries: u64,
+        density: f64,
+        level_density: f64,
+    ) -> f64 {
+        let monkey = matches!(self.bits_per_key, BitsPerKey::Monkey { .. });
+        let decay = self.curve(level, entries).decay;
+        if !(monkey && level_density > 0.0 && density >= 0.0 && decay > 0.0) {
+            return 0.0;
+        }
+        ((density / level_density).ln() / decay).clamp(-MAX_ACCESS_LOSS, MAX_ACCESS_GAIN)
+    }
+
     /// The kind a level's filters get when they get one.
     fn kind(&self, level: usize) -> FilterKindChoice {
         if self.ribbon_from_level.is_some_and(|from| level >= from) {
@@ -328,6 +367,19 @@ impl FilterChoice {
         kind: FilterKindChoice::None,
         bits_per_key: 0.0,
     };
+
+    /// This choice with `shift` more bits per key ([`FilterPolicy::access_shift`]),
+    /// kept within 1 and Monkey's cap; no filter stays none.
+    pub(crate) fn shifted(self, shift: f64) -> Self {
+        if !self.enabled() || shift == 0.0 {
+            return self;
+        }
+        let bits = self.bits_per_key;
+        Self {
+            bits_per_key: (bits + shift).clamp(bits.min(1.0), bits.max(MAX_MONKEY_BITS_PER_KEY)),
+            ..self
+        }
+    }
 
     /// Whether this choice builds a filter at all.
     pub(crate) fn enabled(&self) -> bool {

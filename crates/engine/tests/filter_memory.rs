@@ -307,3 +307,69 @@ fn a_damaged_table_opens_and_is_reported_with_its_file_at_first_use() {
     let report = siftdb::verify_in(&fs, Path::new(DIR), &mut |_| {}).unwrap();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
 }
+
+/// The target bits per key of the key filters of the live tables holding
+/// keys that start with `prefix`.
+fn target_bits(fs: &FaultInjectionFs, prefix: u8) -> Vec<f64> {
+    let mut bits = Vec::new();
+    for name in fs.list(Path::new(DIR)).unwrap() {
+        if !name.ends_with(".sst") {
+            continue;
+        }
+        let path = Path::new(DIR).join(&name);
+        let summary = siftdb::TableFile::open_in(fs, &path).unwrap().properties();
+        if summary.smallest_user_key.first() == Some(&prefix) {
+            bits.push(summary.filter_target_bits_per_key);
+        }
+    }
+    bits
+}
+
+/// Two key ranges, `a…` and `b…`, settled in the deepest level; missing
+/// keys of `a…` looked up `lookups` times; then both ranges rewritten and
+/// compacted on their own. The target bits per key of each range's tables.
+fn rewritten_after_lookups(lookups: u32) -> (Vec<f64>, Vec<f64>) {
+    const PER_RANGE: u32 = 2_000;
+    let fs = FaultInjectionFs::new();
+    let db = builder(Arc::new(fs.clone()), u64::MAX)
+        .background_threads(false)
+        .open()
+        .unwrap();
+    let write_all = |round: u32| {
+        for range in ["a", "b"] {
+            for i in 0..PER_RANGE {
+                db.insert(format!("{range}{i:05}"), format!("{round}-{i}"))
+                    .unwrap();
+            }
+            db.flush().unwrap();
+        }
+    };
+    write_all(0);
+    db.compact().unwrap();
+    for n in 0..lookups {
+        // Sorts right after a stored key: only the filter rules it out.
+        let missing = format!("a{:05}x", n % PER_RANGE);
+        assert_eq!(db.get(missing).unwrap(), None);
+    }
+    write_all(1);
+    db.compact_range("b", "b~").unwrap();
+    db.compact_range("a", "a~").unwrap();
+    let bits = (target_bits(&fs, b'a'), target_bits(&fs, b'b'));
+    drop(db);
+    bits
+}
+
+/// Filters compacted into a level get more bits per key where lookups go
+/// (Mnemosyne's allocation on top of Monkey's by level), fewer where none
+/// go.
+#[test]
+fn compaction_spends_filter_bits_where_lookups_go() {
+    let (hot, cold) = rewritten_after_lookups(40_000);
+    let (plain_a, plain_b) = rewritten_after_lookups(0);
+    assert!(!hot.is_empty() && !cold.is_empty() && !plain_a.is_empty());
+    let mean = |bits: &[f64]| bits.iter().sum::<f64>() / bits.len() as f64;
+    // Against the same compactions without lookups (the level's share),
+    // the looked-up range gains and the other loses.
+    assert!(mean(&hot) > mean(&plain_a) + 0.5, "{hot:?} {plain_a:?}");
+    assert!(mean(&cold) < mean(&plain_b) - 1.0, "{cold:?} {plain_b:?}");
+}

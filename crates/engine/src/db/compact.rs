@@ -15,8 +15,12 @@ use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
 use super::background::panic_message;
-use super::flush::{Outputs, projected_entries};
+use super::flush::{FilterSizing, Outputs, projected_entries};
 use super::{Inner, State, SuperVersion, lock, read, write};
+
+/// Uses per table, on average, that a level's tables must have seen before
+/// their counts steer the bits per key of the filters compacted into it.
+const MIN_USES_PER_TABLE: u64 = 16;
 
 /// What [`Inner::compact_once`] found to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +114,44 @@ impl Inner {
         InFlight { inner: self, task }
     }
 
+    /// Bits per key the outputs of a compaction into `level` get beyond
+    /// the level's share ([`FilterPolicy::access_shift`]): from the uses of
+    /// the inputs already on `level` (their keys' lookups reached it)
+    /// against those of every table there. 0 when no input is on `level`,
+    /// or until its tables have seen [`MIN_USES_PER_TABLE`] uses each on
+    /// average: fewer are noise, and a store read only after its load
+    /// would have every filter compacted before the reads shrink.
+    ///
+    /// [`FilterPolicy::access_shift`]: crate::filter_policy::FilterPolicy
+    fn access_shift(
+        &self,
+        version: &Version,
+        inputs: &[Arc<LiveTable>],
+        level: usize,
+        projected: &[u64],
+    ) -> f64 {
+        let used = |tables: &mut dyn Iterator<Item = &Arc<LiveTable>>| {
+            tables.fold((0u64, 0u64, 0u64), |(heat, keys, count), t| {
+                (heat + t.heat(), keys + t.meta.entries, count + 1)
+            })
+        };
+        let (in_heat, in_keys, _) =
+            used(&mut inputs.iter().filter(|t| t.meta.level as usize == level));
+        let Some(on_level) = version.levels.get(level) else {
+            return 0.0;
+        };
+        let (level_heat, level_keys, tables) = used(&mut on_level.tables());
+        if in_keys == 0 || level_keys == 0 || level_heat < MIN_USES_PER_TABLE * tables {
+            return 0.0;
+        }
+        self.options.filter_policy.access_shift(
+            level,
+            projected.get(level).copied().unwrap_or(0),
+            in_heat as f64 / in_keys as f64,
+            level_heat as f64 / level_keys as f64,
+        )
+    }
+
     fn merge(&self, version: &Version, task: &CompactionTask) -> Result<()> {
         let inputs = inputs_of(version, task);
         // Every input leaves its level; about as many entries arrive at the
@@ -119,6 +161,10 @@ impl Inner {
             .iter()
             .map(|t| (t.meta.level as usize, t.meta.entries));
         let projected = projected_entries(version, task.output_level, incoming, removed);
+        let sizing = FilterSizing {
+            bits_shift: self.access_shift(version, &inputs, task.output_level, &projected),
+            projected,
+        };
         let input_bytes = inputs.iter().map(|t| t.meta.file_size).sum();
         let pieces = piece_count(
             input_bytes,
@@ -155,7 +201,7 @@ impl Inner {
                 task.output_level,
                 run,
                 None,
-                &projected,
+                &sizing,
                 task.target_table_bytes,
                 true,
             )

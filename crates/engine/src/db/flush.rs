@@ -35,6 +35,25 @@ pub(super) fn projected_entries(
     entries
 }
 
+/// How the filters of the tables a write makes are sized.
+pub(super) struct FilterSizing {
+    /// Entries per level once the write is installed ([`projected_entries`]).
+    pub projected: Vec<u64>,
+    /// Bits per key added to the policy's share for the level: from the
+    /// lookups the written keys saw, for a compaction; 0 otherwise.
+    pub bits_shift: f64,
+}
+
+impl FilterSizing {
+    /// Sized by level alone.
+    pub(super) fn by_level(projected: Vec<u64>) -> Self {
+        Self {
+            projected,
+            bits_shift: 0.0,
+        }
+    }
+}
+
 /// Tables written by one flush or compaction, not yet in any version.
 pub(super) struct Outputs {
     pub metas: Vec<TableMeta>,
@@ -58,7 +77,7 @@ impl Inner {
             0,
             OutputRun::New,
             Some(id),
-            &projected,
+            &FilterSizing::by_level(projected),
             u64::MAX,
             false,
         )?;
@@ -139,9 +158,8 @@ impl Inner {
 
     /// Writes `entries` (sorted, already filtered) as tables of `level`,
     /// cut near `target_bytes` at user-key boundaries. The first table gets
-    /// `first_id` if given. `run` names the run they join. `projected` is
-    /// the entries of each level once this write is installed (see
-    /// [`projected_entries`]): what the filter policy sizes filters by.
+    /// `first_id` if given. `run` names the run they join. `sizing` is
+    /// what the filter policy sizes their filters by.
     #[expect(
         clippy::too_many_arguments,
         reason = "one call site each for flush and compaction; a struct would only rename them"
@@ -152,7 +170,7 @@ impl Inner {
         level: usize,
         run: OutputRun,
         first_id: Option<u64>,
-        projected: &[u64],
+        sizing: &FilterSizing,
         target_bytes: u64,
         abort_on_shutdown: bool,
     ) -> Result<Outputs> {
@@ -167,8 +185,11 @@ impl Inner {
         };
         let mut last_user_key: Option<Vec<u8>> = None;
         let mut hash = KeyHash::of(b"");
-        let filter = self.options.filter_policy.choose(level, projected);
-        let scan = self.options.filter_policy.choose_scan(level, projected);
+        let policy = &self.options.filter_policy;
+        let filter = policy
+            .choose(level, &sizing.projected)
+            .shifted(sizing.bits_shift);
+        let scan = policy.choose_scan(level, &sizing.projected);
         let value_indexes: Arc<[_]> = Arc::from(self.indexes.load().as_slice());
         let mut first_id = first_id;
         for (count, entry) in entries.enumerate() {

@@ -286,7 +286,7 @@ impl Inner {
             0,
             OutputRun::New,
             None,
-            &projected,
+            &super::flush::FilterSizing::by_level(projected),
             u64::MAX,
             false,
         )?;

@@ -308,3 +308,44 @@ fn prefix_filters_take_the_key_filters_bits_even_without_key_filters() {
     };
     assert!(matches!(zero.validate(), Err(Error::InvalidArgument(_))));
 }
+
+#[test]
+fn access_counts_shift_bits_toward_hot_keys_within_the_level_memory() {
+    let policy = monkey(10.0);
+    let (level, n) = (1, SHAPE[1]);
+    let decay = FprCurve::BLOCKED_BLOOM.decay;
+    // Uniform lookups shift nothing; twice the level's density gains ln 2 / c.
+    assert_eq!(policy.access_shift(level, n, 3.0, 3.0), 0.0);
+    let doubled = policy.access_shift(level, n, 6.0, 3.0);
+    assert!((doubled - std::f64::consts::LN_2 / decay).abs() < 1e-9);
+    // Unused keys lose at most MAX_ACCESS_LOSS; very hot ones gain at most
+    // MAX_ACCESS_GAIN.
+    assert_eq!(policy.access_shift(level, n, 0.0, 3.0), -MAX_ACCESS_LOSS);
+    assert_eq!(policy.access_shift(level, n, 3e6, 3.0), MAX_ACCESS_GAIN);
+    // No counts, or fixed bits per level: nothing to steer by.
+    assert_eq!(policy.access_shift(level, n, 1.0, 0.0), 0.0);
+    let fixed = FilterPolicy::blocked_bloom(10.0);
+    assert_eq!(fixed.access_shift(level, n, 6.0, 3.0), 0.0);
+    // Keys weighted, the shifts of a level's tables never add memory (the
+    // reference is the mean density): tables of 1, 2 and 7 units of keys.
+    let tables = [(1.0, 50.0), (2.0, 4.0), (7.0, 0.5)];
+    let keys: f64 = tables.iter().map(|t| t.0).sum();
+    let mean = tables.iter().map(|t| t.0 * t.1).sum::<f64>() / keys;
+    let spent: f64 = tables
+        .iter()
+        .map(|&(k, d)| k * policy.access_shift(level, n, d, mean))
+        .sum();
+    assert!(spent <= 0.0, "{spent}");
+}
+
+#[test]
+fn a_shifted_choice_stays_within_one_bit_and_the_cap() {
+    let choice = FilterChoice {
+        kind: FilterKindChoice::BlockedBloom,
+        bits_per_key: 10.0,
+    };
+    assert_eq!(choice.shifted(1.5).bits_per_key, 11.5);
+    assert_eq!(choice.shifted(-20.0).bits_per_key, 1.0);
+    assert_eq!(choice.shifted(40.0).bits_per_key, MAX_MONKEY_BITS_PER_KEY);
+    assert_eq!(FilterChoice::NONE.shifted(3.0), FilterChoice::NONE);
+}

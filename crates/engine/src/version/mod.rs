@@ -129,6 +129,11 @@ impl LiveTable {
         Ok(table)
     }
 
+    /// Uses of the table by lookups and scans, decayed over time.
+    pub(crate) fn heat(&self) -> u64 {
+        self.shared.residency.heat(&self.slot)
+    }
+
     /// What is known of the table once its metadata has been read.
     pub(crate) fn summary(&self) -> Option<&Summary> {
         self.slot.summary()

@@ -162,15 +162,21 @@ impl Slot {
     /// Folds the uses counted since the last fold into `heat`, halved once
     /// per eviction round since then. Called under the residency's lock.
     fn fold_heat(&self, round: u64) -> u64 {
-        let since = round.saturating_sub(self.heat_round.swap(round, Ordering::Relaxed));
-        let decayed = self
-            .heat
-            .load(Ordering::Relaxed)
-            .checked_shr(since.min(63) as u32)
-            .unwrap_or(0);
+        let decayed = self.decayed_heat(round);
+        self.heat_round.store(round, Ordering::Relaxed);
         let heat = decayed + self.uses.swap(0, Ordering::Relaxed);
         self.heat.store(heat, Ordering::Relaxed);
         heat
+    }
+
+    /// `heat` as of eviction round `round`, halved once per round since it
+    /// was last folded.
+    fn decayed_heat(&self, round: u64) -> u64 {
+        let since = round.saturating_sub(self.heat_round.load(Ordering::Relaxed));
+        self.heat
+            .load(Ordering::Relaxed)
+            .checked_shr(since.min(63) as u32)
+            .unwrap_or(0)
     }
 }
 
@@ -268,6 +274,13 @@ impl Residency {
     /// The budget.
     pub(crate) fn budget(&self) -> u64 {
         self.budget
+    }
+
+    /// The uses of `slot`'s table, decayed as eviction decays them, left
+    /// unfolded: what the filter of a table written from it is sized by.
+    pub(crate) fn heat(&self, slot: &Slot) -> u64 {
+        let round = lock(&self.state).round;
+        slot.decayed_heat(round) + slot.uses.load(Ordering::Relaxed)
     }
 
     /// `slot`'s table for one use if it is resident. Counts the use.

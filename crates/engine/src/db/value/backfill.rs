@@ -9,7 +9,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::compaction::OutputRun;
-use crate::db::{Db, Inner, lock, projected_entries, write};
+use crate::db::{Db, FilterSizing, Inner, lock, projected_entries, write};
 use crate::error::Result;
 use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Version};
@@ -50,7 +50,7 @@ impl Inner {
             level,
             OutputRun::Existing(run),
             None,
-            &projected,
+            &FilterSizing::by_level(projected),
             u64::MAX,
             true,
         )?;
