@@ -11,7 +11,8 @@
 //! - lookups, half of them for missing keys that sort inside the stored
 //!   range (so that only a filter can rule a table out), timed;
 //! - Sift's data blocks per lookup, resident metadata, loads and
-//!   evictions; the process's resident memory.
+//!   evictions; the process's resident memory after the open and after
+//!   the lookups.
 //!
 //! RocksDB gets the same memory: its block cache holds Sift's block cache
 //! plus the budget, with `cache_index_and_filter_blocks`, so its filters
@@ -50,9 +51,9 @@ pub struct Args {
     /// Distributions: `zipf`, `zipf-scattered`, `uniform`.
     #[arg(long, value_delimiter = ',', default_value = "zipf,uniform")]
     distributions: Vec<String>,
-    /// Target table size, MiB.
-    #[arg(long, default_value_t = 2)]
-    table_mib: u64,
+    /// Target table size, MiB (fractions for stores of many small tables).
+    #[arg(long, default_value_t = 2.0)]
+    table_mib: f64,
     /// Memtable size, MiB.
     #[arg(long, default_value_t = 32)]
     memtable_mib: u64,
@@ -93,10 +94,17 @@ fn missing(i: u64) -> [u8; 17] {
 
 /// Runs the benchmark.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let measured = args.dir.join("sift-full-metadata");
     if args.load_only {
-        return load(args);
+        if !loaded(args)? {
+            load(args)?;
+        }
+        std::fs::write(&measured, full_metadata(args)?.to_string())?;
+        return Ok(());
     }
-    if !loaded(args)? {
+    if !loaded(args)? || !measured.exists() {
+        // The load and the pass that reads every table's metadata run
+        // apart, so that this process's memory holds only what is measured.
         eprintln!("loading {} keys in a child process", args.num);
         let status = std::process::Command::new(std::env::current_exe()?)
             .args(std::env::args().skip(1))
@@ -104,7 +112,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .status()?;
         ensure!(status.success(), "the load failed");
     }
-    let full = full_metadata(args)?;
+    let full: u64 = std::fs::read_to_string(&measured)?.trim().parse()?;
     println!(
         "{} keys; Sift's full table metadata {:.1} MiB; block cache {} MiB",
         args.num,
@@ -112,7 +120,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.cache_mib
     );
     println!(
-        "{:<15} {:>6} {:<9} {:>10} {:>11} {:>10} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9}",
+        "{:<15} {:>6} {:<9} {:>10} {:>11} {:>10} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9} {:>9}",
         "distribution",
         "budget",
         "engine",
@@ -124,6 +132,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         "loads",
         "evictions",
         "cached",
+        "RSS open",
         "RSS MiB"
     );
     for distribution in &args.distributions {
@@ -140,7 +149,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     }
                 };
                 println!(
-                    "{distribution:<15} {:>5}% {engine:<9} {:>10.1} {:>11.0} {:>10.0} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9.0}",
+                    "{distribution:<15} {:>5}% {engine:<9} {:>10.1} {:>11.0} {:>10.0} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9.0} {:>9.0}",
                     percent,
                     row.open_ms,
                     row.first_us,
@@ -153,6 +162,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     row.loads.map_or("-".into(), |n| n.to_string()),
                     row.evictions.map_or("-".into(), |n| n.to_string()),
                     row.cached.map_or("-".into(), |n| n.to_string()),
+                    row.rss_open as f64 / (1 << 20) as f64,
                     row.rss as f64 / (1 << 20) as f64,
                 );
             }
@@ -172,6 +182,10 @@ struct Row {
     evictions: Option<u64>,
     /// Uses of tables not resident served by the block cache.
     cached: Option<u64>,
+    /// The process's resident memory after the open and the first lookup
+    /// (what earlier rows of the process left allocated included).
+    rss_open: u64,
+    /// The same after the lookups.
     rss: u64,
 }
 
@@ -204,12 +218,17 @@ fn sift_dir(args: &Args) -> PathBuf {
 fn open_sift(args: &Args, budget: u64) -> anyhow::Result<Db> {
     Ok(Db::builder(sift_dir(args))
         .memtable_bytes(usize::try_from(args.memtable_mib << 20)?)
-        .table_target_bytes(args.table_mib << 20)
+        .table_target_bytes(table_bytes(args))
         .block_cache_bytes(args.cache_mib << 20)
         .compression(Compression::None)
         .filter_policy(FilterPolicy::blocked_bloom(args.bits_per_key))
         .filter_memory_bytes(budget)
         .open()?)
+}
+
+/// `--table-mib` in bytes.
+fn table_bytes(args: &Args) -> u64 {
+    (args.table_mib * (1u64 << 20) as f64) as u64
 }
 
 fn stored_keys(stats: &Stats) -> u64 {
@@ -278,6 +297,7 @@ fn sift_row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result
     db.get(key(args.num / 2))?
         .context("a stored key is missing")?;
     let first_us = first.elapsed().as_secs_f64() * 1e6;
+    let rss_open = memory()?.0;
     let before = db.stats();
     let ops = timed(lookups, |rank, absent| {
         let found = if absent {
@@ -304,6 +324,7 @@ fn sift_row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result
         loads: Some(sum(&after, |l| l.metadata_loads)),
         evictions: Some(sum(&after, |l| l.metadata_evictions)),
         cached: Some(sum(&after, |l| l.metadata_cache_hits)),
+        rss_open,
         rss: memory()?.0,
     })
 }
@@ -347,7 +368,7 @@ mod rocks {
         options.set_block_based_table_factory(&table);
         options.set_compression_type(DBCompressionType::None);
         options.set_write_buffer_size(usize::try_from(args.memtable_mib << 20)?);
-        options.set_target_file_size_base(args.table_mib << 20);
+        options.set_target_file_size_base(super::table_bytes(args));
         Ok(DB::open(&options, args.dir.join("rocksdb"))?)
     }
 
@@ -369,6 +390,7 @@ mod rocks {
         db.get(key(args.num / 2))?
             .context("a stored key is missing")?;
         let first_us = first.elapsed().as_secs_f64() * 1e6;
+        let rss_open = memory()?.0;
         let ops = timed(lookups, |rank, absent| {
             let found = if absent {
                 db.get_pinned(missing(rank))?.is_some()
@@ -387,6 +409,7 @@ mod rocks {
             loads: None,
             evictions: None,
             cached: None,
+            rss_open,
             rss: memory()?.0,
         })
     }

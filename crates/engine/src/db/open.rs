@@ -66,7 +66,11 @@ impl Db {
             cache: Arc::new(BlockCache::new(options.block_cache_bytes)),
             residency: Residency::new(options.filter_memory_bytes),
         });
-        let mut recovered = recover_version(&options, &tables)?;
+        // One listing serves the open: what it finds is what the manifest,
+        // the WALs and the obsolete files are checked against (files
+        // created later by this open are all live).
+        let names = fs.list(&dir).map_err(|e| Error::io(&dir, e))?;
+        let mut recovered = recover_version(&options, &tables, &names)?;
         recovered.indexes = crate::db::value::resolve(
             &options,
             &recovered.version,
@@ -75,7 +79,6 @@ impl Db {
         )?;
 
         // The WALs the manifest does not cover.
-        let names = fs.list(&dir).map_err(|e| Error::io(&dir, e))?;
         let mut wals: Vec<u64> = names
             .iter()
             .filter_map(|name| match filenames::parse(name) {
@@ -116,7 +119,7 @@ impl Db {
         let inner = Arc::new(inner);
 
         inner.start_fresh_manifest()?;
-        inner.delete_obsolete_files()?;
+        inner.delete_obsolete_files(&names)?;
         let threads = if inner.options.background_threads {
             background::spawn(&inner)?
         } else {
@@ -128,7 +131,11 @@ impl Db {
 
 /// Replays CURRENT's manifest (or starts an empty version for a new
 /// database); its tables are read at first use.
-fn recover_version(options: &Options, tables: &Arc<SharedTables>) -> Result<Recovered> {
+fn recover_version(
+    options: &Options,
+    tables: &Arc<SharedTables>,
+    names: &[String],
+) -> Result<Recovered> {
     let fs = options.fs.as_ref();
     let dir = &options.path;
     let Some(manifest_name) = read_current(fs, dir)? else {
@@ -137,7 +144,6 @@ fn recover_version(options: &Options, tables: &Arc<SharedTables>) -> Result<Reco
         // it, and no write is acknowledged before that): it is started
         // again, the stray manifest deleted as obsolete, and any WAL
         // replayed. Tables without CURRENT are data whose manifest is lost.
-        let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
         if names
             .iter()
             .any(|n| matches!(filenames::parse(n), Some(FileKind::Table(_))))
@@ -172,17 +178,13 @@ fn recover_version(options: &Options, tables: &Arc<SharedTables>) -> Result<Reco
         return Err(Error::corruption(&manifest_path, 0, overlap));
     }
     // Tables are read at first use (`version::residency`): open checks
-    // only that each file the manifest names exists, in one listing.
-    let present: BTreeSet<String> = fs
-        .list(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .into_iter()
-        .collect();
+    // only that each file the manifest names exists, in the listing.
+    let present: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     let mut opened = BTreeMap::new();
     for meta in state.tables.values() {
         let name = filenames::table(meta.id);
         let path = dir.join(&name);
-        if !present.contains(&name) {
+        if !present.contains(name.as_str()) {
             return Err(Error::corruption(
                 &manifest_path,
                 0,
@@ -324,9 +326,12 @@ impl Inner {
         Ok(())
     }
 
-    /// Deletes files no version needs: old WALs and manifests, tables left
-    /// by an interrupted flush or compaction, temporary files.
-    fn delete_obsolete_files(&self) -> Result<()> {
+    /// Deletes, among `names` (the directory as the open found it), the
+    /// files no version needs: old WALs and manifests, tables left by an
+    /// interrupted flush or compaction, temporary files. One gone already
+    /// is not an error: a `CURRENT.tmp` left by a cut-short creation is
+    /// written again and renamed by the open's new manifest.
+    fn delete_obsolete_files(&self, names: &[String]) -> Result<()> {
         let dir = &self.options.path;
         let fs = self.options.fs.as_ref();
         let live: BTreeSet<u64> = self.current().version.tables().map(|t| t.meta.id).collect();
@@ -334,17 +339,22 @@ impl Inner {
         let manifest = state.versions.manifest_name();
         let log_number = state.versions.log_number();
         drop(state);
-        for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
-            let obsolete = match filenames::parse(&name) {
+        for name in names {
+            let obsolete = match filenames::parse(name) {
                 Some(FileKind::Wal(n)) => n < log_number,
                 Some(FileKind::Table(n)) => !live.contains(&n),
-                Some(FileKind::Manifest(_)) => name != manifest,
+                Some(FileKind::Manifest(_)) => *name != manifest,
                 Some(FileKind::Temp) => true,
                 _ => false,
             };
             if obsolete {
-                let path = dir.join(&name);
-                fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+                let path = dir.join(name);
+                match fs.remove(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(Error::io(&path, e));
+                    }
+                    _ => {}
+                }
             }
         }
         Ok(())
