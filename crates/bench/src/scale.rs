@@ -26,7 +26,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use clap::Parser;
 use siftdb::{Compression, Db, FilterPolicy, Stats};
 
@@ -151,8 +151,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 println!(
                     "{distribution:<15} {:>5}% {engine:<9} {:>10.1} {:>11.0} {:>10.0} {:>11} {:>11} {:>8} {:>10} {:>9} {:>9.0} {:>9.0}",
                     percent,
-                    row.open_ms,
-                    row.first_us,
+                    row.open.open_ms,
+                    row.open.first_us,
                     row.ops,
                     row.blocks_per_get.map_or("-".into(), |b| format!("{b:.3}")),
                     row.resident.map_or("-".into(), |r| format!(
@@ -162,7 +162,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     row.loads.map_or("-".into(), |n| n.to_string()),
                     row.evictions.map_or("-".into(), |n| n.to_string()),
                     row.cached.map_or("-".into(), |n| n.to_string()),
-                    row.rss_open as f64 / (1 << 20) as f64,
+                    row.open.rss as f64 / (1 << 20) as f64,
                     row.rss as f64 / (1 << 20) as f64,
                 );
             }
@@ -171,10 +171,41 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One engine's figures at one budget.
-struct Row {
+/// An engine's open and its first lookup.
+struct Opened {
     open_ms: f64,
     first_us: f64,
+    /// The process's resident memory after both (what earlier rows of the
+    /// process left allocated included).
+    rss: u64,
+}
+
+/// Opens a store with `open` and times a first lookup of a stored key
+/// with `first` (whether it was found).
+fn opened<D>(
+    open: impl FnOnce() -> anyhow::Result<D>,
+    first: impl FnOnce(&D) -> anyhow::Result<bool>,
+) -> anyhow::Result<(D, Opened)> {
+    let start = Instant::now();
+    let db = open()?;
+    let open_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    ensure!(first(&db)?, "a stored key is missing");
+    let first_us = start.elapsed().as_secs_f64() * 1e6;
+    let rss = memory()?.0;
+    Ok((
+        db,
+        Opened {
+            open_ms,
+            first_us,
+            rss,
+        },
+    ))
+}
+
+/// One engine's figures at one budget.
+struct Row {
+    open: Opened,
     ops: f64,
     blocks_per_get: Option<f64>,
     resident: Option<u64>,
@@ -182,10 +213,7 @@ struct Row {
     evictions: Option<u64>,
     /// Uses of tables not resident served by the block cache.
     cached: Option<u64>,
-    /// The process's resident memory after the open and the first lookup
-    /// (what earlier rows of the process left allocated included).
-    rss_open: u64,
-    /// The same after the lookups.
+    /// The process's resident memory after the lookups.
     rss: u64,
 }
 
@@ -290,14 +318,10 @@ fn full_metadata(args: &Args) -> anyhow::Result<u64> {
 }
 
 fn sift_row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result<Row> {
-    let start = Instant::now();
-    let db = open_sift(args, budget)?;
-    let open_ms = start.elapsed().as_secs_f64() * 1e3;
-    let first = Instant::now();
-    db.get(key(args.num / 2))?
-        .context("a stored key is missing")?;
-    let first_us = first.elapsed().as_secs_f64() * 1e6;
-    let rss_open = memory()?.0;
+    let (db, open) = opened(
+        || open_sift(args, budget),
+        |db| Ok(db.get(key(args.num / 2))?.is_some()),
+    )?;
     let before = db.stats();
     let ops = timed(lookups, |rank, absent| {
         let found = if absent {
@@ -313,8 +337,7 @@ fn sift_row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result
         stats.levels.iter().map(f).sum()
     };
     Ok(Row {
-        open_ms,
-        first_us,
+        open,
         ops,
         blocks_per_get: Some(
             (after.data_blocks_read - before.data_blocks_read) as f64
@@ -324,7 +347,6 @@ fn sift_row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result
         loads: Some(sum(&after, |l| l.metadata_loads)),
         evictions: Some(sum(&after, |l| l.metadata_evictions)),
         cached: Some(sum(&after, |l| l.metadata_cache_hits)),
-        rss_open,
         rss: memory()?.0,
     })
 }
@@ -345,9 +367,7 @@ fn timed(
 mod rocks {
     //! RocksDB with its filters and indexes in the block cache.
 
-    use std::time::Instant;
-
-    use anyhow::{Context, ensure};
+    use anyhow::ensure;
     use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, Options};
 
     use super::{Args, Row, key, missing, timed};
@@ -383,14 +403,10 @@ mod rocks {
     }
 
     pub(super) fn row(args: &Args, budget: u64, lookups: &[(u64, bool)]) -> anyhow::Result<Row> {
-        let start = Instant::now();
-        let db = open(args, budget)?;
-        let open_ms = start.elapsed().as_secs_f64() * 1e3;
-        let first = Instant::now();
-        db.get(key(args.num / 2))?
-            .context("a stored key is missing")?;
-        let first_us = first.elapsed().as_secs_f64() * 1e6;
-        let rss_open = memory()?.0;
+        let (db, opened) = super::opened(
+            || open(args, budget),
+            |db| Ok(db.get(key(args.num / 2))?.is_some()),
+        )?;
         let ops = timed(lookups, |rank, absent| {
             let found = if absent {
                 db.get_pinned(missing(rank))?.is_some()
@@ -401,15 +417,13 @@ mod rocks {
             Ok(())
         })?;
         Ok(Row {
-            open_ms,
-            first_us,
+            open: opened,
             ops,
             blocks_per_get: None,
             resident: None,
             loads: None,
             evictions: None,
             cached: None,
-            rss_open,
             rss: memory()?.0,
         })
     }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::CountingFs;
+use common::ObservedFs;
 use siftdb::fs::{FaultInjectionFs, FileSystem};
 use siftdb::{CompactionStyle, Db, DbBuilder, Error, Stats};
 
@@ -88,10 +88,7 @@ fn full_metadata(fs: &FaultInjectionFs) -> u64 {
 fn an_open_reads_no_table_and_a_lookup_reads_the_tables_it_meets() {
     let fs = store();
     let reads = Arc::new(AtomicU64::new(0));
-    let counting = CountingFs {
-        inner: fs.crash(),
-        table_reads: Arc::clone(&reads),
-    };
+    let counting = ObservedFs::counting_table_reads(fs.crash(), &reads);
     let db = builder(Arc::new(counting), u64::MAX).open().unwrap();
     assert_eq!(reads.load(Ordering::Relaxed), 0, "the open read tables");
     let stats = db.stats();

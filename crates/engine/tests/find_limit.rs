@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::CountingFs;
+use common::ObservedFs;
 use siftdb::fs::FaultInjectionFs;
 use siftdb::{CompactionStyle, Db, Extractor, IndexDef, Method};
 
@@ -33,10 +33,7 @@ fn record(i: u32) -> Vec<u8> {
 /// A store of `RECORDS` records in several sorted runs, its reads counted
 /// in `reads`; and about how many data blocks it has.
 fn store(reads: &Arc<AtomicU64>) -> (Db, u64) {
-    let fs = CountingFs {
-        inner: FaultInjectionFs::new(),
-        table_reads: Arc::clone(reads),
-    };
+    let fs = ObservedFs::counting_table_reads(FaultInjectionFs::new(), reads);
     let db = Db::builder(Path::new("/db"))
         .file_system(Arc::new(fs))
         .memtable_bytes(64 << 10)

@@ -10,13 +10,15 @@
     reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use siftdb::fs::{FaultInjectionFs, FileSystem, LockGuard, ReadableFile, SyncPoint, WritableFile};
+use common::ObservedFs;
+use siftdb::fs::{FaultInjectionFs, FileSystem, SyncPoint};
 use siftdb::{Db, DbBuilder, Error, WalRecovery};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -75,70 +77,6 @@ fn level0_tables(db: &Db) -> usize {
     db.stats().levels.first().map_or(0, |level| level.tables)
 }
 
-/// A file system that records the largest single read of any WAL.
-#[derive(Debug)]
-struct WatchWalReads {
-    inner: FaultInjectionFs,
-    largest: Arc<AtomicUsize>,
-}
-
-#[derive(Debug)]
-struct WatchedFile {
-    inner: Arc<dyn ReadableFile>,
-    largest: Arc<AtomicUsize>,
-}
-
-impl ReadableFile for WatchedFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.largest.fetch_max(buf.len(), Ordering::Relaxed);
-        self.inner.read_exact_at(buf, offset)
-    }
-
-    fn size(&self) -> io::Result<u64> {
-        self.inner.size()
-    }
-}
-
-impl FileSystem for WatchWalReads {
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
-        let file = self.inner.open(path)?;
-        if path.extension().is_some_and(|ext| ext == "wal") {
-            return Ok(Arc::new(WatchedFile {
-                inner: file,
-                largest: Arc::clone(&self.largest),
-            }));
-        }
-        Ok(file)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        self.inner.try_lock(path)
-    }
-}
-
 #[test]
 fn a_wal_many_memtables_long_replays_through_a_bounded_window() {
     let fs = FaultInjectionFs::new();
@@ -147,10 +85,14 @@ fn a_wal_many_memtables_long_replays_through_a_bounded_window() {
     assert!(wal_bytes > 4 * WINDOW, "a WAL of {wal_bytes} bytes");
 
     let largest = Arc::new(AtomicUsize::new(0));
-    let watched = WatchWalReads {
-        inner: fs.clone(),
-        largest: Arc::clone(&largest),
-    };
+    let observed = Arc::clone(&largest);
+    let watched = ObservedFs::new(
+        fs.clone(),
+        "wal",
+        Arc::new(move |len| {
+            observed.fetch_max(len, Ordering::Relaxed);
+        }),
+    );
     let db = builder(Arc::new(watched), SMALL_MEMTABLE).open().unwrap();
     let largest = largest.load(Ordering::Relaxed);
     assert!(

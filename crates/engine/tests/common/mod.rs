@@ -1,4 +1,5 @@
 //! Helpers shared by integration tests.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::io;
 use std::path::Path;
@@ -7,22 +8,62 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use siftdb::fs::{FaultInjectionFs, FileSystem, LockGuard, ReadableFile, WritableFile};
 
-/// A file system that counts positional reads of table files.
-#[derive(Debug)]
-pub struct CountingFs {
-    pub inner: FaultInjectionFs,
-    pub table_reads: Arc<AtomicU64>,
+/// Called with the length of each positional read of a watched file.
+pub type ReadObserver = Arc<dyn Fn(usize) + Send + Sync>;
+
+/// A file system that reports every positional read of the files with one
+/// extension (`sst`: tables, `wal`: logs) to an observer.
+pub struct ObservedFs {
+    inner: FaultInjectionFs,
+    extension: &'static str,
+    observe: ReadObserver,
 }
 
-#[derive(Debug)]
-struct CountingFile {
+impl ObservedFs {
+    /// `inner`, reads of its `*.extension` files reported to `observe`.
+    pub fn new(inner: FaultInjectionFs, extension: &'static str, observe: ReadObserver) -> Self {
+        Self {
+            inner,
+            extension,
+            observe,
+        }
+    }
+
+    /// `inner`, counting the reads of its tables into `reads`.
+    pub fn counting_table_reads(inner: FaultInjectionFs, reads: &Arc<AtomicU64>) -> Self {
+        let reads = Arc::clone(reads);
+        Self::new(
+            inner,
+            "sst",
+            Arc::new(move |_| {
+                reads.fetch_add(1, Ordering::Relaxed);
+            }),
+        )
+    }
+}
+
+impl std::fmt::Debug for ObservedFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObservedFs")
+            .field("extension", &self.extension)
+            .finish_non_exhaustive()
+    }
+}
+
+struct ObservedFile {
     inner: Arc<dyn ReadableFile>,
-    reads: Arc<AtomicU64>,
+    observe: ReadObserver,
 }
 
-impl ReadableFile for CountingFile {
+impl std::fmt::Debug for ObservedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObservedFile").finish_non_exhaustive()
+    }
+}
+
+impl ReadableFile for ObservedFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
+        (self.observe)(buf.len());
         self.inner.read_exact_at(buf, offset)
     }
 
@@ -31,7 +72,7 @@ impl ReadableFile for CountingFile {
     }
 }
 
-impl FileSystem for CountingFs {
+impl FileSystem for ObservedFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.inner.create_dir_all(dir)
     }
@@ -40,12 +81,12 @@ impl FileSystem for CountingFs {
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
         let file = self.inner.open(path)?;
-        if path.extension().is_none_or(|e| e != "sst") {
+        if path.extension().is_none_or(|e| e != self.extension) {
             return Ok(file);
         }
-        Ok(Arc::new(CountingFile {
+        Ok(Arc::new(ObservedFile {
             inner: file,
-            reads: Arc::clone(&self.table_reads),
+            observe: Arc::clone(&self.observe),
         }))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
