@@ -122,7 +122,7 @@ impl Inner {
     /// average: fewer are noise, and a store read only after its load
     /// would have every filter compacted before the reads shrink.
     ///
-    /// [`FilterPolicy::access_shift`]: crate::filter_policy::FilterPolicy
+    /// [`FilterPolicy::access_shift`]: crate::filter_policy::FilterPolicy::access_shift
     fn access_shift(
         &self,
         version: &Version,
