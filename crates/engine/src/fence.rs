@@ -47,25 +47,40 @@ impl Fences {
     /// The positions whose fence equals `fence`: every key before them is
     /// smaller than any key with that fence, every key after them larger.
     pub(crate) fn ties(&self, fence: u64) -> Range<usize> {
-        let below = self.values.partition_point(|&f| f < fence);
-        // Ties are rare: look past the first one only when there is one.
-        let ties = match self.values.get(below) {
-            Some(&f) if f == fence => self
-                .values
-                .get(below..)
-                .unwrap_or_default()
-                .partition_point(|&f| f == fence),
-            _ => 0,
-        };
-        below..below + ties
+        ties_in(&self.values, |&f| f, fence)
     }
+
+    /// The prefix the fences read past.
+    pub(crate) fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// One fence per key, ascending.
+    pub(crate) fn values(&self) -> &[u64] {
+        &self.values
+    }
+}
+
+/// [`Fences::ties`] over fences held in any form (a table's index keeps
+/// them as stored bytes): `value` reads one, and they ascend.
+pub(crate) fn ties_in<T>(fences: &[T], value: impl Fn(&T) -> u64, fence: u64) -> Range<usize> {
+    let below = fences.partition_point(|f| value(f) < fence);
+    // Ties are rare: look past the first one only when there is one.
+    let ties = match fences.get(below) {
+        Some(f) if value(f) == fence => fences
+            .get(below..)
+            .unwrap_or_default()
+            .partition_point(|f| value(f) == fence),
+        _ => 0,
+    };
+    below..below + ties
 }
 
 /// The 8 bytes of `key` after `prefix`, big-endian and zero-padded (a key
 /// that ends early is a prefix of the longer one, hence smaller). Keys that
 /// do not begin with `prefix` sort before or after every key that does,
 /// and map to 0 or `u64::MAX`, where fenced keys may tie with them.
-fn fence(prefix: &[u8], key: &[u8]) -> u64 {
+pub(crate) fn fence(prefix: &[u8], key: &[u8]) -> u64 {
     let Some(rest) = key.strip_prefix(prefix) else {
         return if key < prefix { 0 } else { u64::MAX };
     };

@@ -29,6 +29,7 @@ use crate::key::ValueKind;
 use crate::log::{HEADER_LEN, LogKind, LogStream, LogWriter, Tail, collect, read_log};
 use crate::manifest::edit::{decode_edit, encode_edit};
 use crate::sstable::filters::value::{BlockFilters, decode_directory, encode_directory};
+use crate::sstable::index::{IN_PLACE_VERSION, Index, IndexEntry};
 
 /// Bytes of a checksum field (log header and log records): `u32`.
 const CHECKSUM_LEN: usize = 4;
@@ -115,6 +116,44 @@ pub fn block_filters(data: &[u8]) {
     filters.encode(&mut reencoded);
     assert_canonical("block filters", data, &reencoded);
     assert_eq!(BlockFilters::decode(&reencoded), Ok(filters));
+}
+
+/// A table's index block (`sstable/index.rs`, `Index::decode`). The first
+/// byte picks the table format: even 4 (the walked layout), odd 5 (laid
+/// out to be searched in place); the rest is the block. Every entry is
+/// read and searched for; where the keys pass the full check, each key is
+/// found at its own block, and the block re-encodes to what it decoded to.
+pub fn table_index(data: &[u8]) {
+    let Some((&selector, bytes)) = data.split_first() else {
+        return;
+    };
+    let version = if selector % 2 == 0 {
+        4
+    } else {
+        IN_PLACE_VERSION
+    };
+    let Ok(index) = Index::decode(bytes.to_vec(), u64::MAX, version) else {
+        return;
+    };
+    let keys_ordered = index.check_keys().is_ok();
+    let mut entries = Vec::with_capacity(index.len());
+    for at in 0..index.len() {
+        let (key, handle) = (index.last_key(at), index.handle(at));
+        assert!(key.is_some() && handle.is_some(), "entry {at} does not read");
+        let (key, handle) = (key.unwrap_or_default(), handle.unwrap_or_default());
+        let found = index.find(key);
+        assert!(!keys_ordered || found == at, "key {at} found at {found}");
+        entries.push(IndexEntry {
+            last_key: key.into(),
+            handle,
+        });
+    }
+    let _ = index.find(b"short");
+    if keys_ordered {
+        let again = Index::encode(&entries)
+            .map(|bytes| Index::decode(bytes, u64::MAX, IN_PLACE_VERSION).map(|i| i.entries()));
+        assert_eq!(again, Some(Ok(entries)));
+    }
 }
 
 /// The value filter directory at the end of a table's properties block
@@ -294,6 +333,22 @@ mod tests {
         let mut directory = vec![3];
         encode_directory(&[entry], &mut directory);
         value_filter_directory(&directory);
+        let index = [b"k1", b"k3"].map(|user| {
+            let mut key = Vec::new();
+            crate::key::encode_internal_key(&mut key, user, 1, ValueKind::Value);
+            key
+        });
+        let entries: Vec<IndexEntry> = index
+            .iter()
+            .zip([0, 15])
+            .map(|(key, offset)| IndexEntry {
+                last_key: key.as_slice().into(),
+                handle: crate::sstable::BlockHandle { offset, size: 10 },
+            })
+            .collect();
+        table_index(&[[1].as_slice(), &Index::encode(&entries).unwrap()].concat());
+        let older = crate::sstable::index::encode_older(&entries);
+        table_index(&[[0].as_slice(), &older].concat());
         log_file(&log_of(LogKind::Wal, &[record.clone(), record]));
         log_file(&log_of(LogKind::Manifest, &[encode_edit(&edit)]));
     }
@@ -325,6 +380,7 @@ mod tests {
             version_edit(input);
             block_filters(input);
             value_filter_directory(input);
+            table_index(input);
             log_file(input);
         }
     }

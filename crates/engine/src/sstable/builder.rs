@@ -279,7 +279,13 @@ impl TableBuilder {
             Some(block) => Some(self.write_block(&block, Compression::None)?),
             None => None,
         };
-        let index_raw = Index::encode(&self.index);
+        let index_raw = Index::encode(&self.index).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: the index keys of {} data blocks pass 4 GiB",
+                self.path.display(),
+                self.index.len()
+            ))
+        })?;
         let index = self.write_block(&index_raw, Compression::None)?;
         let mut props = Properties {
             entries: self.entries,

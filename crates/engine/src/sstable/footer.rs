@@ -19,9 +19,10 @@ pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
 /// The table format this build writes: 2 added the value filter directory
 /// to the properties; 3 sizes each leaf for its table and adds block value
 /// filters to the directory; 4 adds the scan filters (prefix and range
-/// filter) and their handle at the end of the properties. A reader accepts
-/// 1 to 4 and refuses others rather than guessing.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+/// filter) and their handle at the end of the properties; 5 lays the index
+/// out to be searched where it lies (`index.rs`). A reader accepts 1 to 5
+/// and refuses others rather than guessing.
+pub(crate) const FORMAT_VERSION: u32 = super::index::IN_PLACE_VERSION;
 
 /// The oldest format version still read (tables without value filters).
 const OLDEST_VERSION: u32 = 1;
@@ -143,7 +144,7 @@ mod tests {
         assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
         assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
         assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
-        assert_eq!(&bytes[52..56], &[4, 0, 0, 0]);
+        assert_eq!(&bytes[52..56], &[5, 0, 0, 0]);
         assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
         assert_eq!(&bytes[60..64], b"SFTB");
         assert_eq!(Footer::decode(&bytes), Ok(sample()));
@@ -161,14 +162,14 @@ mod tests {
     }
 
     #[test]
-    fn versions_1_to_4_are_read_others_refused() {
-        for version in [0, 1, 2, 3, 4, 5] {
+    fn versions_1_to_5_are_read_others_refused() {
+        for version in [0, 1, 2, 3, 4, 5, 6] {
             let footer = Footer {
                 version,
                 ..sample()
             };
             let decoded = Footer::decode(&footer.encode());
-            assert_eq!(decoded.is_ok(), (1..=4).contains(&version), "{version}");
+            assert_eq!(decoded.is_ok(), (1..=5).contains(&version), "{version}");
         }
     }
 }

@@ -207,6 +207,9 @@ impl TableFile {
         let (mut min_seq, mut max_seq) = (SeqNo::MAX, 0);
         let mut smallest = None;
         let index = table.index()?;
+        index
+            .check_keys()
+            .map_err(|c| c.in_file(path, table.index_offset()))?;
         for at in 0..index.len() {
             let offset = table.block_offset(at);
             let block = table.read_data_block(at)?;

@@ -29,7 +29,7 @@ mod builder;
 mod cache;
 pub(crate) mod filters;
 mod footer;
-mod index;
+pub(crate) mod index;
 mod inspect;
 mod iter;
 mod open_files;

@@ -217,7 +217,7 @@ impl Table {
             .file_size
             .saturating_sub(props.stored_data_bytes)
             .saturating_sub(cached);
-        let entries = props.data_blocks * super::index::BYTES_PER_BLOCK;
+        let entries = props.data_blocks * super::index::bytes_per_block(self.version);
         stored + entries + std::mem::size_of::<Self>() as u64
     }
 
@@ -440,7 +440,7 @@ impl Table {
             self.index_handle,
             self.metadata_limit(),
         )?;
-        let index = Index::decode(raw, data_end).map_err(|c| c.in_file(path, at))?;
+        let index = Index::decode(raw, data_end, self.version).map_err(|c| c.in_file(path, at))?;
         let last = index.len().checked_sub(1);
         let consistent = index.len() as u64 == self.properties.data_blocks
             && last.map_or(Some(0), |at| index.handle(at).and_then(BlockHandle::end))
@@ -481,6 +481,11 @@ impl Table {
     /// The table's format version.
     pub(crate) fn format_version(&self) -> u32 {
         self.version
+    }
+
+    /// File offset of the index block.
+    pub(crate) fn index_offset(&self) -> u64 {
+        self.index_handle.offset
     }
 
     /// File offset of the properties block.

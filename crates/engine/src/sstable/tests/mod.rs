@@ -467,5 +467,5 @@ fn summary_reports_the_properties() {
     );
     assert!(summary.filter_readable);
     assert_eq!(summary.compression, Compression::Lz4);
-    assert_eq!(summary.format_version, 4);
+    assert_eq!(summary.format_version, footer::FORMAT_VERSION);
 }

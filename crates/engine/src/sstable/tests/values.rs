@@ -10,8 +10,9 @@ use super::{DIR, default_options, entry, open, write};
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::{Entry, ValueKind};
 use crate::options::Compression;
-use crate::sstable::footer::{FOOTER_LEN, Footer};
-use crate::sstable::trailer::seal_block;
+use crate::sstable::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
+use crate::sstable::index::{Index, encode_older};
+use crate::sstable::trailer::{BlockHandle, seal_block};
 use crate::sstable::{Properties, TableFile, TableOptions, ValueLeaf};
 use crate::value_def::{Extractor, IndexRecord, LeafSizing};
 
@@ -108,7 +109,7 @@ fn leaves_hold_every_extracted_value_and_few_others() {
     assert_eq!(cities.shape().probes, 7);
     assert!(cities.shape().bits <= 450 * 12, "{:?}", cities.shape());
     let summary = TableFile::open_in(&fs, &path).unwrap().properties();
-    assert_eq!(summary.format_version, 4);
+    assert_eq!(summary.format_version, FORMAT_VERSION);
     assert_eq!(summary.value_filters.len(), 2);
     assert!(summary.value_filters.iter().all(|v| v.readable));
     TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
@@ -123,19 +124,27 @@ fn tables_without_indexes_have_no_leaves() {
     assert!(matches!(table.value_filter(3), ValueLeaf::Missing));
 }
 
-/// Rewrites a table without leaves or scan filters as version 1: the
-/// properties lose their empty scan filter handle and empty directory, the
-/// footer says 1.
+/// Rewrites a table without leaves or scan filters as version 1: the index
+/// in the older layout, the properties without their empty scan filter
+/// handle and empty directory, the footer saying 1.
 fn downgrade(fs: &FaultInjectionFs, path: &std::path::Path) {
     let bytes = fs.contents(path).unwrap();
     let footer_at = bytes.len() - FOOTER_LEN;
     let mut footer = Footer::decode(&bytes[footer_at..]).unwrap();
-    let props_at = footer.properties.offset as usize;
-    let mut raw = bytes[props_at..props_at + footer.properties.size as usize].to_vec();
-    assert_eq!(raw.split_off(raw.len() - 2), [0, 0], "no scan filters");
-    assert_eq!(raw.pop(), Some(0), "empty directory");
-    let mut out = bytes[..props_at].to_vec();
-    footer.properties.size = seal_block(&raw, Compression::None, &mut out) as u64;
+    let block = |handle: BlockHandle| {
+        let at = handle.offset as usize;
+        bytes[at..at + handle.size as usize].to_vec()
+    };
+    let index = Index::decode(block(footer.index), u64::MAX, FORMAT_VERSION).unwrap();
+    let mut props = block(footer.properties);
+    assert_eq!(props.split_off(props.len() - 2), [0, 0], "no scan filters");
+    assert_eq!(props.pop(), Some(0), "empty directory");
+    assert!(footer.index.offset < footer.properties.offset);
+    let mut out = bytes[..footer.index.offset as usize].to_vec();
+    footer.index.size =
+        seal_block(&encode_older(&index.entries()), Compression::None, &mut out) as u64;
+    footer.properties.offset = out.len() as u64;
+    footer.properties.size = seal_block(&props, Compression::None, &mut out) as u64;
     footer.version = 1;
     out.extend_from_slice(&footer.encode());
     fs.set_contents(path, out).unwrap();
