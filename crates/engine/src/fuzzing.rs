@@ -139,7 +139,10 @@ pub fn table_index(data: &[u8]) {
     let mut entries = Vec::with_capacity(index.len());
     for at in 0..index.len() {
         let (key, handle) = (index.last_key(at), index.handle(at));
-        assert!(key.is_some() && handle.is_some(), "entry {at} does not read");
+        assert!(
+            key.is_some() && handle.is_some(),
+            "entry {at} does not read"
+        );
         let (key, handle) = (key.unwrap_or_default(), handle.unwrap_or_default());
         let found = index.find(key);
         assert!(!keys_ordered || found == at, "key {at} found at {found}");

@@ -231,6 +231,49 @@ fn hot_tables_stay_resident_while_cold_lookups_pass_through() {
     assert!(db.stats().filter_memory_resident <= budget);
 }
 
+/// The budget and the block cache hold different tables: one evicted from
+/// the budget is kept by the cache, one promoted out of the cache leaves
+/// it. With a cache that holds every table, sweeps over all keys read each
+/// table's metadata once, however the budget churns.
+#[test]
+fn tables_evicted_from_the_budget_are_served_by_the_block_cache() {
+    let fs = store();
+    let full = full_metadata(&fs);
+    let count = tables(
+        &builder(Arc::new(fs.clone()), u64::MAX)
+            .open()
+            .unwrap()
+            .stats(),
+    ) as u64;
+    // Room for a few tables; the cache has room for all of them twice.
+    let db = builder(Arc::new(fs), 4 * full / count)
+        .block_cache_bytes(2 * full + (1 << 20))
+        .open()
+        .unwrap();
+    let sweep = |keys: std::ops::Range<u32>| {
+        for i in keys.step_by(7) {
+            assert_eq!(db.get(key(i)).unwrap(), Some(value(i)));
+        }
+        sum(&db.stats(), |l| l.metadata_loads)
+    };
+    let first = sweep(0..KEYS);
+    let evicted = sum(&db.stats(), |l| l.metadata_evictions);
+    // Lookups in one half, then the other: each half's tables grow hotter
+    // than the other's and push them out of the budget.
+    for half in [0, 1, 0, 1] {
+        for _ in 0..4 {
+            sweep(half * KEYS / 2..(half + 1) * KEYS / 2);
+        }
+    }
+    let later = sweep(0..KEYS);
+    let stats = db.stats();
+    assert!(
+        sum(&stats, |l| l.metadata_evictions) > evicted,
+        "the budget did not churn"
+    );
+    assert_eq!(later, first, "tables read again after the first sweep");
+}
+
 /// A tiny budget: most uses read a table's metadata and drop it again.
 /// Every answer matches a model, across writes, deletes, scans and reopens.
 #[test]

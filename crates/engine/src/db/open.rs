@@ -60,11 +60,12 @@ impl Db {
             .try_lock(&lock_path)
             .map_err(|e| Error::io(&lock_path, e))?
             .ok_or_else(|| Error::Locked { path: dir.clone() })?;
+        let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let tables = Arc::new(SharedTables {
             fs: Arc::clone(&fs),
             files: Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files)),
-            cache: Arc::new(BlockCache::new(options.block_cache_bytes)),
-            residency: Residency::new(options.filter_memory_bytes),
+            residency: Residency::new(options.filter_memory_bytes, Arc::clone(&cache)),
+            cache,
         });
         // One listing serves the open: what it finds is what the manifest,
         // the WALs and the obsolete files are checked against (files

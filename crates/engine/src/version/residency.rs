@@ -20,6 +20,11 @@
 //! still holding a dropped table keeps it until it is done, as with the
 //! block cache.
 //!
+//! The budget and the block cache hold different tables: a table evicted
+//! from the budget goes to the block cache, and one promoted from the
+//! cache into the budget leaves it, so that memory holds as many tables as
+//! it can (a copy of a resident table in the cache would serve nothing).
+//!
 //! Uses are counted in steps of [`COUNT_STEP`] from a per-thread tally, so
 //! that sixteen threads probing one hot table do not all write its line.
 
@@ -34,7 +39,7 @@ use arc_swap::ArcSwapOption;
 use super::COUNTED_LEVELS;
 use crate::error::Result;
 use crate::rng::SplitMix64;
-use crate::sstable::Table;
+use crate::sstable::{BlockCache, Table};
 
 /// Uses are added to a table's count this many at a time.
 const COUNT_STEP: u64 = 8;
@@ -204,6 +209,8 @@ pub(crate) struct LevelFigures {
 #[derive(Debug)]
 pub(crate) struct Residency {
     budget: u64,
+    /// Where evicted tables go.
+    cache: Arc<BlockCache>,
     state: Mutex<State>,
     levels: [LevelCounts; COUNTED_LEVELS],
 }
@@ -250,10 +257,12 @@ impl State {
 }
 
 impl Residency {
-    /// Tables' metadata resident up to `budget` bytes.
-    pub(crate) fn new(budget: u64) -> Self {
+    /// Tables' metadata resident up to `budget` bytes; what is evicted
+    /// goes to `cache`.
+    pub(crate) fn new(budget: u64, cache: Arc<BlockCache>) -> Self {
         Self {
             budget,
+            cache,
             state: Mutex::new(State {
                 used: 0,
                 round: 0,
@@ -365,6 +374,7 @@ impl Residency {
     }
 
     fn admit(&self, state: &mut State, slot: &Arc<Slot>, table: Arc<Table>, bytes: u64) {
+        self.cache.forget_metadata(slot.id);
         slot.table.store(Some(table));
         state.used += bytes;
         state.insert(slot);
@@ -417,7 +427,10 @@ impl Residency {
     }
 
     fn evict(&self, state: &mut State, id: u64) {
-        if let Some(level) = self.release(state, id) {
+        if let Some((level, table)) = self.release(state, id) {
+            if let Some(table) = table {
+                self.cache.insert_table(id, table);
+            }
             self.levels[level].evictions.fetch_add(1, Ordering::Relaxed);
             state.evictions_this_round += 1;
             if state.evictions_this_round >= state.resident.len().max(16) {
@@ -432,16 +445,16 @@ impl Residency {
         self.release(&mut lock(&self.state), id);
     }
 
-    /// Makes table `id` not resident; its level if it was.
-    fn release(&self, state: &mut State, id: u64) -> Option<usize> {
+    /// Makes table `id` not resident; its level and table if it was.
+    fn release(&self, state: &mut State, id: u64) -> Option<(usize, Option<Arc<Table>>)> {
         let slot = state.remove(id)?;
-        slot.table.store(None);
+        let table = slot.table.swap(None);
         let bytes = slot.summary().map_or(0, |s| s.resident_bytes);
         state.used -= bytes;
         self.levels[slot.level]
             .resident_bytes
             .fetch_sub(bytes, Ordering::Relaxed);
-        Some(slot.level)
+        Some((slot.level, table))
     }
 
     /// The figures of `level` (deeper levels share the last).
