@@ -29,7 +29,7 @@ use crate::key::ValueKind;
 use crate::log::{HEADER_LEN, LogKind, LogStream, LogWriter, Tail, collect, read_log};
 use crate::manifest::edit::{decode_edit, encode_edit};
 use crate::sstable::filters::value::{BlockFilters, decode_directory, encode_directory};
-use crate::sstable::index::{IN_PLACE_VERSION, Index, IndexEntry};
+use crate::sstable::index::{COMPACT_VERSION, IN_PLACE_VERSION, Index};
 
 /// Bytes of a checksum field (log header and log records): `u32`.
 const CHECKSUM_LEN: usize = 4;
@@ -119,42 +119,39 @@ pub fn block_filters(data: &[u8]) {
 }
 
 /// A table's index block (`sstable/index.rs`, `Index::decode`). The first
-/// byte picks the table format: even 4 (the walked layout), odd 5 (laid
-/// out to be searched in place); the rest is the block. Every entry is
-/// read and searched for; where the keys pass the full check, each key is
-/// found at its own block, and the block re-encodes to what it decoded to.
+/// byte picks the table format (its remainder by 3): 4 (the walked
+/// layout), 5 (laid out to be searched in place) or 6 (the compact
+/// layout); the rest is the block. Every entry is read and searched for;
+/// where the keys pass the full check, each key is found at its own
+/// block, and the block re-encodes to what it decoded to.
 pub fn table_index(data: &[u8]) {
     let Some((&selector, bytes)) = data.split_first() else {
         return;
     };
-    let version = if selector % 2 == 0 {
-        4
-    } else {
-        IN_PLACE_VERSION
+    let version = match selector % 3 {
+        0 => IN_PLACE_VERSION - 1,
+        1 => IN_PLACE_VERSION,
+        _ => COMPACT_VERSION,
     };
     let Ok(index) = Index::decode(bytes.to_vec(), u64::MAX, version) else {
         return;
     };
     let keys_ordered = index.check_keys().is_ok();
-    let mut entries = Vec::with_capacity(index.len());
     for at in 0..index.len() {
-        let (key, handle) = (index.last_key(at), index.handle(at));
         assert!(
-            key.is_some() && handle.is_some(),
+            index.key(at).is_some() && index.handle(at).is_some(),
             "entry {at} does not read"
         );
-        let (key, handle) = (key.unwrap_or_default(), handle.unwrap_or_default());
-        let found = index.find(key);
+    }
+    let entries = index.entries();
+    for (at, entry) in entries.iter().enumerate() {
+        let found = index.find(&entry.last_key);
         assert!(!keys_ordered || found == at, "key {at} found at {found}");
-        entries.push(IndexEntry {
-            last_key: key.into(),
-            handle,
-        });
     }
     let _ = index.find(b"short");
     if keys_ordered {
-        let again = Index::encode(&entries)
-            .map(|bytes| Index::decode(bytes, u64::MAX, IN_PLACE_VERSION).map(|i| i.entries()));
+        let again = Index::encode(&entries, index.holds_user_keys())
+            .map(|bytes| Index::decode(bytes, u64::MAX, COMPACT_VERSION).map(|i| i.entries()));
         assert_eq!(again, Some(Ok(entries)));
     }
 }
@@ -299,6 +296,7 @@ mod tests {
     use super::*;
     use crate::manifest::VersionEdit;
     use crate::sstable::filters::value::ValueFilterEntry;
+    use crate::sstable::index::IndexEntry;
 
     fn log_of(kind: LogKind, records: &[Vec<u8>]) -> Vec<u8> {
         rewrite(kind, records).unwrap()
@@ -349,7 +347,12 @@ mod tests {
                 handle: crate::sstable::BlockHandle { offset, size: 10 },
             })
             .collect();
-        table_index(&[[1].as_slice(), &Index::encode(&entries).unwrap()].concat());
+        for user_keys in [false, true] {
+            let compact = Index::encode(&entries, user_keys).unwrap();
+            table_index(&[[2].as_slice(), &compact].concat());
+        }
+        let format_5 = crate::sstable::index::encode_format_5(&entries);
+        table_index(&[[1].as_slice(), &format_5].concat());
         let older = crate::sstable::index::encode_older(&entries);
         table_index(&[[0].as_slice(), &older].concat());
         log_file(&log_of(LogKind::Wal, &[record.clone(), record]));

@@ -134,20 +134,34 @@ impl<'a> ParsedKey<'a> {
 /// Orders two encoded internal keys as [`InternalKey`] orders owned ones.
 /// Keys too short to hold a trailer sort by their raw bytes, before any
 /// well-formed key with the same prefix; decoders reject them earlier.
+#[inline]
 pub(crate) fn cmp_internal(a: &[u8], b: &[u8]) -> Ordering {
+    cmp_internal_split(&[], a, b)
+}
+
+/// [`cmp_internal`] of the internal key `head ++ rest`, held in two pieces
+/// (a table's index keeps its keys past their shared prefix), against `b`.
+#[inline]
+pub(crate) fn cmp_internal_split(head: &[u8], rest: &[u8], b: &[u8]) -> Ordering {
     match (
-        a.len().checked_sub(TRAILER_LEN),
+        rest.len().checked_sub(TRAILER_LEN),
         b.len().checked_sub(TRAILER_LEN),
     ) {
         (Some(split_a), Some(split_b)) => {
-            let (user_a, trailer_a) = a.split_at(split_a);
+            let (user_a, trailer_a) = rest.split_at(split_a);
             let (user_b, trailer_b) = b.split_at(split_b);
-            user_a
-                .cmp(user_b)
+            cmp_split(head, user_a, user_b)
                 .then_with(|| trailer(trailer_b).cmp(&trailer(trailer_a)))
         }
-        _ => a.cmp(b),
+        _ => cmp_split(head, rest, b),
     }
+}
+
+/// Orders the bytes `head ++ rest` against `b`, without joining them.
+#[inline]
+pub(crate) fn cmp_split(head: &[u8], rest: &[u8], b: &[u8]) -> Ordering {
+    let (b_head, b_rest) = b.split_at(head.len().min(b.len()));
+    head.cmp(b_head).then_with(|| rest.cmp(b_rest))
 }
 
 /// Reads an 8-byte little-endian trailer (callers pass exactly 8 bytes).
@@ -213,5 +227,23 @@ mod tests {
         let at = bad_kind.len() - TRAILER_LEN;
         bad_kind[at] = 7;
         assert_eq!(ParsedKey::parse(&bad_kind), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn split_keys_order_as_joined_ones(
+            user in proptest::collection::vec(0..3u8, 0..6),
+            cut in 0..8usize,
+            seq in 0..4u64,
+            other in proptest::collection::vec(0..3u8, 0..8),
+            other_seq in 0..4u64,
+        ) {
+            let a = encoded(&user, seq, ValueKind::Value);
+            let b = encoded(&other, other_seq, ValueKind::Value);
+            let (head, rest) = a.split_at(cut.min(user.len()));
+            proptest::prop_assert_eq!(cmp_internal_split(head, rest, &b), cmp_internal(&a, &b));
+            let (head, rest) = user.split_at(cut.min(user.len()));
+            proptest::prop_assert_eq!(cmp_split(head, rest, &other), user.cmp(&other));
+        }
     }
 }

@@ -43,6 +43,9 @@ pub(crate) struct TableBuilder {
     block: BlockBuilder,
     index: Vec<IndexEntry>,
     index_bytes: u64,
+    /// Whether a user key's versions continue past a block's end (then
+    /// the index needs internal keys to separate the blocks).
+    user_key_spans_blocks: bool,
     filter: KeyFilterBuilder,
     /// Leaves of the value indexes (empty: nothing is extracted).
     values: ValueFilterBuilder,
@@ -84,6 +87,7 @@ impl TableBuilder {
             offset: 0,
             index: Vec::new(),
             index_bytes: 0,
+            user_key_spans_blocks: false,
             last_key: Vec::new(),
             key_buf: Vec::new(),
             smallest: Vec::new(),
@@ -120,6 +124,9 @@ impl TableBuilder {
                 key.seq,
                 InternalKey::decode(&self.last_key)
             )));
+        }
+        if !new_user_key && self.block.is_empty() {
+            self.user_key_spans_blocks = true;
         }
         if new_user_key {
             self.filter.add(hash);
@@ -279,13 +286,14 @@ impl TableBuilder {
             Some(block) => Some(self.write_block(&block, Compression::None)?),
             None => None,
         };
-        let index_raw = Index::encode(&self.index).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{}: the index keys of {} data blocks pass 4 GiB",
-                self.path.display(),
-                self.index.len()
-            ))
-        })?;
+        let index_raw =
+            Index::encode(&self.index, !self.user_key_spans_blocks).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{}: the index keys of {} data blocks pass 4 GiB",
+                    self.path.display(),
+                    self.index.len()
+                ))
+            })?;
         let index = self.write_block(&index_raw, Compression::None)?;
         let mut props = Properties {
             entries: self.entries,

@@ -20,9 +20,11 @@ pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
 /// to the properties; 3 sizes each leaf for its table and adds block value
 /// filters to the directory; 4 adds the scan filters (prefix and range
 /// filter) and their handle at the end of the properties; 5 lays the index
-/// out to be searched where it lies (`index.rs`). A reader accepts 1 to 5
-/// and refuses others rather than guessing.
-pub(crate) const FORMAT_VERSION: u32 = super::index::IN_PLACE_VERSION;
+/// out to be searched where it lies (`index.rs`); 6 stores the index keys
+/// past their prefix, as user keys where it can, and block ends in 4 bytes
+/// where they fit. A reader accepts 1 to 6 and refuses others rather than
+/// guessing.
+pub(crate) const FORMAT_VERSION: u32 = super::index::COMPACT_VERSION;
 
 /// The oldest format version still read (tables without value filters).
 const OLDEST_VERSION: u32 = 1;
@@ -144,7 +146,7 @@ mod tests {
         assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
         assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
         assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
-        assert_eq!(&bytes[52..56], &[5, 0, 0, 0]);
+        assert_eq!(&bytes[52..56], &[6, 0, 0, 0]);
         assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
         assert_eq!(&bytes[60..64], b"SFTB");
         assert_eq!(Footer::decode(&bytes), Ok(sample()));
@@ -162,14 +164,14 @@ mod tests {
     }
 
     #[test]
-    fn versions_1_to_5_are_read_others_refused() {
-        for version in [0, 1, 2, 3, 4, 5, 6] {
+    fn versions_1_to_6_are_read_others_refused() {
+        for version in [0, 1, 2, 3, 4, 5, 6, 7] {
             let footer = Footer {
                 version,
                 ..sample()
             };
             let decoded = Footer::decode(&footer.encode());
-            assert_eq!(decoded.is_ok(), (1..=5).contains(&version), "{version}");
+            assert_eq!(decoded.is_ok(), (1..=6).contains(&version), "{version}");
         }
     }
 }

@@ -1,12 +1,15 @@
-//! The index block: the last internal key of each data block and where the
-//! block ends.
+//! The index block: the last key of each data block and where the block
+//! ends.
 //!
 //! Since table format 5 it is laid out to be searched where it lies:
 //! fixed-width arrays of fences, block ends and key ends, then the keys.
 //! Reading it checks the arrays (integers only: no key is parsed or
 //! compared), so a table's load costs a copy and a checksum, not a walk;
-//! `verify` checks the keys. An older table's index (a varint per field)
-//! is walked once, checked, and laid out the same way in memory.
+//! `verify` checks the keys. Format 6 makes it smaller: keys are stored
+//! past the prefix the fences read past, as user keys where no user key
+//! spans two blocks, and block ends take 4 bytes where the data fits in
+//! 4 GiB. An older table's index (a varint per field) is walked once,
+//! checked, and laid out as format 6 in memory.
 
 #![deny(clippy::indexing_slicing)]
 
@@ -17,21 +20,31 @@ use super::trailer::{BlockHandle, TRAILER_LEN as BLOCK_TRAILER};
 use crate::encoding::Decoder;
 use crate::error::Corrupt;
 use crate::fence::{Fences, fence, ties_in};
-use crate::key::{ParsedKey, TRAILER_LEN, cmp_internal, user_key_of};
+use crate::key::{
+    MAX_SEQNO, ParsedKey, TRAILER_LEN, ValueKind, cmp_internal, cmp_internal_split, cmp_split,
+    encode_internal_key, user_key_of,
+};
 
 /// The first table format whose index is laid out to be searched in place.
 pub(crate) const IN_PLACE_VERSION: u32 = 5;
+
+/// The first table format whose index keys are stored past their prefix,
+/// as user keys where they can be, with block ends as narrow as the data
+/// allows.
+pub(crate) const COMPACT_VERSION: u32 = 6;
 
 /// Longest key the index decoder accepts: the engine's key limit (64 KiB)
 /// plus the 8-byte trailer, rounded up generously.
 const MAX_INDEX_KEY: usize = 1 << 20;
 
-/// Bytes per data block in the fixed-width arrays: fence, block end, key
-/// end.
-const FIXED_PER_BLOCK: usize = 8 + 8 + 4;
+/// Bytes after the keys and the prefix in format 6: flags, prefix length,
+/// count.
+const COMPACT_TAIL_LEN: usize = 12;
 
-/// Bytes after the keys and the prefix: the prefix length and the count.
-const TAIL_LEN: usize = 8;
+/// Layout flag (format 6): block ends are u32.
+const NARROW_ENDS: u32 = 1;
+/// Layout flag (format 6): the keys are user keys.
+const USER_KEYS: u32 = 2;
 
 /// One data block, as a table builder records it: its last key (a
 /// separator: `>=` every key in it, `<` every key of the next block) and
@@ -45,9 +58,10 @@ pub(crate) struct IndexEntry {
 }
 
 /// Bytes an index of an older table holds in memory per data block beyond
-/// its stored bytes: the fixed-width arrays, less the varints they
-/// replace (at least 2 bytes). A format 5 index holds its stored bytes.
-const OLDER_BYTES_PER_BLOCK: u64 = (FIXED_PER_BLOCK - 2) as u64;
+/// its stored bytes, at most: the fixed-width arrays (20 bytes), less the
+/// varints they replace (at least 2 bytes). An in-place index holds its
+/// stored bytes.
+const OLDER_BYTES_PER_BLOCK: u64 = 18;
 
 /// Bytes an index of format `version` holds in memory per data block
 /// beyond its stored bytes.
@@ -59,33 +73,106 @@ pub(crate) fn bytes_per_block(version: u32) -> u64 {
     }
 }
 
+/// How an in-place index stores its keys and block ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Format 6: keys are stored past the prefix, and the tail holds the
+    /// flags below.
+    compact: bool,
+    /// Block ends are u32 (the data ends by 4 GiB).
+    narrow_ends: bool,
+    /// Keys are user keys: no user key spans two blocks, so a block's last
+    /// user key separates it from the next as well as its internal key.
+    user_keys: bool,
+}
+
+impl Layout {
+    const FORMAT_5: Self = Self {
+        compact: false,
+        narrow_ends: false,
+        user_keys: false,
+    };
+
+    /// The format 6 layout of the flags `flags`; `None` for unknown ones.
+    fn compact(flags: u32) -> Option<Self> {
+        (flags & !(NARROW_ENDS | USER_KEYS) == 0).then_some(Self {
+            compact: true,
+            narrow_ends: flags & NARROW_ENDS != 0,
+            user_keys: flags & USER_KEYS != 0,
+        })
+    }
+
+    fn flags(self) -> u32 {
+        u32::from(self.narrow_ends) * NARROW_ENDS + u32::from(self.user_keys) * USER_KEYS
+    }
+
+    fn end_width(self) -> usize {
+        if self.narrow_ends { 4 } else { 8 }
+    }
+
+    /// Bytes per data block in the fixed-width arrays: fence, block end,
+    /// key end.
+    fn fixed_per_block(self) -> usize {
+        8 + self.end_width() + 4
+    }
+
+    /// Bytes after the keys and the prefix: (the flags,) the prefix length
+    /// and the count.
+    fn tail_len(self) -> usize {
+        if self.compact { COMPACT_TAIL_LEN } else { 8 }
+    }
+
+    /// The shortest key stored: an internal key's trailer, past the prefix.
+    fn min_key(self) -> usize {
+        if self.user_keys { 0 } else { TRAILER_LEN }
+    }
+}
+
 /// The index, one entry per data block in key order, laid out as stored
-/// by format 5 (`docs/format.md`):
+/// by format 6 (`docs/format.md`):
 ///
 /// ```text
-/// fences     N x u64   the fence of each key's user key (`fence.rs`)
-/// block ends N x u64   the offset just past each block's trailer
-/// key ends   N x u32   where each key ends within the keys
-/// keys                 the blocks' last internal keys, back to back
-/// prefix               what the fences read past
-/// P          u32       the prefix's length
-/// N          u32       the number of blocks
+/// fences     N x u64        the fence of each key's user key (`fence.rs`)
+/// block ends N x u32 or u64 the offset just past each block's trailer
+/// key ends   N x u32        where each key ends within the keys
+/// keys                      the blocks' last keys past the prefix
+/// prefix                    what the fences and the keys read past
+/// flags      u32            narrow block ends, user keys
+/// P          u32            the prefix's length
+/// N          u32            the number of blocks
 /// ```
-#[derive(Debug, Default)]
+///
+/// Format 5 has no flags, wide block ends, and whole internal keys.
+#[derive(Debug)]
 pub(crate) struct Index {
     bytes: Box<[u8]>,
     len: usize,
+    layout: Layout,
     /// Where the keys begin, and where they end (the prefix begins).
     keys_at: usize,
     prefix_at: usize,
 }
 
+impl Default for Index {
+    fn default() -> Self {
+        Self {
+            bytes: Box::default(),
+            len: 0,
+            layout: Layout::FORMAT_5,
+            keys_at: 0,
+            prefix_at: 0,
+        }
+    }
+}
+
 impl Index {
-    /// The stored index block (format 5) of `entries` (in strictly
-    /// ascending key order, blocks back to back from offset 0); `None` if
+    /// The stored index block (format 6) of `entries` (internal keys in
+    /// strictly ascending order, blocks back to back from offset 0), with
+    /// user keys if `user_keys` (no user key spans two blocks); `None` if
     /// its keys would pass 4 GiB.
-    pub(crate) fn encode(entries: &[IndexEntry]) -> Option<Vec<u8>> {
+    pub(crate) fn encode(entries: &[IndexEntry], user_keys: bool) -> Option<Vec<u8>> {
         lay_out(
+            Form::Compact { user_keys },
             entries.len(),
             |at| entries.get(at).map_or(&[][..], |e| &e.last_key),
             |at| entries.get(at).and_then(|e| e.handle.end()).unwrap_or(0),
@@ -95,11 +182,15 @@ impl Index {
     /// Decodes the index block of a table of format `version`, whose data
     /// blocks must lie back to back from offset 0 and end by `data_end`.
     pub(crate) fn decode(bytes: Vec<u8>, data_end: u64, version: u32) -> Result<Self, Corrupt> {
-        if version >= IN_PLACE_VERSION {
-            return Self::in_place(bytes.into_boxed_slice(), data_end);
+        if version >= COMPACT_VERSION {
+            return Self::in_place(bytes.into_boxed_slice(), data_end, None);
+        }
+        if version == IN_PLACE_VERSION {
+            return Self::in_place(bytes.into_boxed_slice(), data_end, Some(Layout::FORMAT_5));
         }
         let located = walk_older(&bytes, data_end)?;
         let laid_out = lay_out(
+            Form::Compact { user_keys: false },
             located.len(),
             |at| {
                 let key = located.get(at).and_then(|(key, _)| bytes.get(key.clone()));
@@ -108,31 +199,44 @@ impl Index {
             |at| located.get(at).map_or(0, |&(_, end)| end),
         )
         .ok_or_else(|| Corrupt::new(0, "index keys over 4 GiB"))?;
-        Self::in_place(laid_out.into_boxed_slice(), data_end)
+        Self::in_place(laid_out.into_boxed_slice(), data_end, None)
     }
 
-    /// Checks the fixed-width arrays of a format 5 block: every key at
-    /// least a trailer long, every block at least its trailer long and
+    /// Checks the fixed-width arrays of an in-place block (laid out as
+    /// `layout`, or format 6 as its flags say): every key at least as long
+    /// as its layout requires, every block at least its trailer long and
     /// ending by `data_end`, the fences ascending.
-    fn in_place(bytes: Box<[u8]>, data_end: u64) -> Result<Self, Corrupt> {
+    fn in_place(bytes: Box<[u8]>, data_end: u64, layout: Option<Layout>) -> Result<Self, Corrupt> {
         let total = bytes.len();
-        let mut tail = Decoder::new(
-            bytes
-                .get(total.saturating_sub(TAIL_LEN)..)
-                .unwrap_or_default(),
-        );
+        // Without a given layout, the block is format 6 and its tail holds flags.
+        let tail_len = layout.map_or(COMPACT_TAIL_LEN, Layout::tail_len);
+        let tail_at = total.saturating_sub(tail_len);
+        let mut tail = Decoder::new(bytes.get(tail_at..).unwrap_or_default());
+        let layout = match layout {
+            Some(layout) => layout,
+            None => {
+                let flags = tail.u32("index layout flags")?;
+                Layout::compact(flags).ok_or_else(|| {
+                    Corrupt::new(
+                        tail_at as u64,
+                        format!("unknown index layout flags {flags:#x}"),
+                    )
+                })?
+            }
+        };
         let prefix_len = tail.u32("index prefix length")? as usize;
         let len = tail.u32("index entry count")? as usize;
-        let prefix_at = (total - TAIL_LEN)
+        let prefix_at = tail_at
             .checked_sub(prefix_len)
             .ok_or_else(|| Corrupt::new(0, "index prefix longer than the block"))?;
         let keys_at = len
-            .checked_mul(FIXED_PER_BLOCK)
+            .checked_mul(layout.fixed_per_block())
             .filter(|&fixed| fixed <= prefix_at)
             .ok_or_else(|| Corrupt::new(0, format!("{len} index entries do not fit the block")))?;
         let index = Self {
             bytes,
             len,
+            layout,
             keys_at,
             prefix_at,
         };
@@ -142,12 +246,13 @@ impl Index {
 
     fn check_arrays(&self, data_end: u64) -> Result<(), Corrupt> {
         let keys = self.prefix_at - self.keys_at;
+        let shortest = self.layout.min_key();
         let mut key_start = 0;
         for (at, end) in self.key_ends().iter().enumerate() {
             let end = u32::from_le_bytes(*end) as usize;
             let fits = end
                 .checked_sub(key_start)
-                .is_some_and(|len| (TRAILER_LEN..=MAX_INDEX_KEY).contains(&len));
+                .is_some_and(|len| (shortest..=MAX_INDEX_KEY).contains(&len));
             if !fits || end > keys {
                 return Err(Corrupt::new(
                     self.key_ends_at() as u64,
@@ -163,8 +268,8 @@ impl Index {
             ));
         }
         let mut block_start = 0u64;
-        for (at, end) in self.block_ends().iter().enumerate() {
-            let end = u64::from_le_bytes(*end);
+        for at in 0..self.len {
+            let end = self.block_end(at).unwrap_or(0);
             let fits = end
                 .checked_sub(block_start)
                 .is_some_and(|len| len >= BLOCK_TRAILER as u64);
@@ -183,22 +288,31 @@ impl Index {
     }
 
     /// Checks what loading the index does not: that every key is an
-    /// internal key, the keys strictly ascend, and each fence is its key's
-    /// (`verify` asks; a search over keys out of order answers wrongly).
+    /// internal key (or any user key, in an index of user keys), the keys
+    /// strictly ascend, and each fence is its key's (`verify` asks; a
+    /// search over keys out of order answers wrongly).
     pub(crate) fn check_keys(&self) -> Result<(), Corrupt> {
-        let mut previous: Option<&[u8]> = None;
+        let mut previous: Option<Vec<u8>> = None;
         for at in 0..self.len {
-            let key = self.last_key(at).unwrap_or_default();
+            let key = self.key(at).unwrap_or_default();
             let corrupt = |detail: &str| {
                 Corrupt::new(self.keys_at as u64, format!("index key {at}: {detail}"))
             };
-            if ParsedKey::parse(key).is_none() {
-                return Err(corrupt("not an internal key"));
-            }
-            if previous.is_some_and(|p| cmp_internal(p, key) != Ordering::Less) {
+            let user_key = if self.layout.user_keys {
+                &key[..]
+            } else {
+                match ParsedKey::parse(&key) {
+                    Some(parsed) => parsed.user_key,
+                    None => return Err(corrupt("not an internal key")),
+                }
+            };
+            if previous
+                .as_deref()
+                .is_some_and(|p| self.cmp_keys(p, &key) != Ordering::Less)
+            {
                 return Err(corrupt("out of order"));
             }
-            if self.fence(at) != fence(self.prefix(), user_key_of(key)) {
+            if self.fence(at) != fence(self.prefix(), user_key) {
                 return Err(corrupt("its fence differs"));
             }
             previous = Some(key);
@@ -206,13 +320,31 @@ impl Index {
         Ok(())
     }
 
-    /// The entries, as a table builder recorded them.
+    /// Orders two whole keys of this index.
+    fn cmp_keys(&self, a: &[u8], b: &[u8]) -> Ordering {
+        if self.layout.user_keys {
+            a.cmp(b)
+        } else {
+            cmp_internal(a, b)
+        }
+    }
+
+    /// The entries, as a table builder recorded them; in an index of user
+    /// keys, each key is given the trailer of the newest possible version
+    /// (what [`Index::encode`] drops again).
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn entries(&self) -> Vec<IndexEntry> {
         (0..self.len)
-            .map(|at| IndexEntry {
-                last_key: self.last_key(at).unwrap_or_default().into(),
-                handle: self.handle(at).unwrap_or_default(),
+            .map(|at| {
+                let mut key = self.key(at).unwrap_or_default();
+                if self.layout.user_keys {
+                    let user_key = std::mem::take(&mut key);
+                    encode_internal_key(&mut key, &user_key, MAX_SEQNO, ValueKind::MAX);
+                }
+                IndexEntry {
+                    last_key: key.into(),
+                    handle: self.handle(at).unwrap_or_default(),
+                }
             })
             .collect()
     }
@@ -220,6 +352,11 @@ impl Index {
     /// Number of data blocks.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether the keys are user keys (no user key spans two blocks).
+    pub(crate) fn holds_user_keys(&self) -> bool {
+        self.layout.user_keys
     }
 
     fn fences(&self) -> &[[u8; 8]] {
@@ -230,17 +367,8 @@ impl Index {
             .0
     }
 
-    fn block_ends(&self) -> &[[u8; 8]] {
-        let at = 8 * self.len;
-        self.bytes
-            .get(at..at + 8 * self.len)
-            .unwrap_or_default()
-            .as_chunks()
-            .0
-    }
-
     fn key_ends_at(&self) -> usize {
-        16 * self.len
+        (8 + self.layout.end_width()) * self.len
     }
 
     fn key_ends(&self) -> &[[u8; 4]] {
@@ -253,9 +381,18 @@ impl Index {
     }
 
     fn prefix(&self) -> &[u8] {
-        self.bytes
-            .get(self.prefix_at..self.bytes.len().saturating_sub(TAIL_LEN))
-            .unwrap_or_default()
+        let tail_at = self.bytes.len().saturating_sub(self.layout.tail_len());
+        self.bytes.get(self.prefix_at..tail_at).unwrap_or_default()
+    }
+
+    /// What the stored keys read past: the prefix in format 6, nothing in
+    /// format 5.
+    fn stripped(&self) -> &[u8] {
+        if self.layout.compact {
+            self.prefix()
+        } else {
+            &[]
+        }
     }
 
     fn fence(&self, at: usize) -> u64 {
@@ -267,17 +404,59 @@ impl Index {
     }
 
     fn block_end(&self, at: usize) -> Option<u64> {
-        Some(u64::from_le_bytes(*self.block_ends().get(at)?))
+        if at >= self.len {
+            return None;
+        }
+        let width = self.layout.end_width();
+        let from = 8 * self.len + width * at;
+        let bytes = self.bytes.get(from..from + width)?;
+        Some(match bytes.as_chunks::<4>().0 {
+            [narrow] => u64::from(u32::from_le_bytes(*narrow)),
+            _ => u64::from_le_bytes(bytes.try_into().ok()?),
+        })
     }
 
-    /// The last internal key of block `at`.
-    pub(crate) fn last_key(&self, at: usize) -> Option<&[u8]> {
+    /// The stored bytes of block `at`'s key: past the prefix in format 6.
+    fn stored_key(&self, at: usize) -> Option<&[u8]> {
         let start = match at.checked_sub(1) {
             Some(before) => self.key_end(before)?,
             None => 0,
         };
         let end = self.key_end(at)?;
         self.bytes.get(self.keys_at + start..self.keys_at + end)
+    }
+
+    /// The last key of block `at`: an internal key, or a user key in an
+    /// index of user keys.
+    pub(crate) fn key(&self, at: usize) -> Option<Vec<u8>> {
+        Some([self.stripped(), self.stored_key(at)?].concat())
+    }
+
+    /// The user key of block `at`'s last entry.
+    pub(crate) fn user_key(&self, at: usize) -> Option<Vec<u8>> {
+        let mut key = self.key(at)?;
+        if !self.layout.user_keys {
+            key.truncate(key.len().saturating_sub(TRAILER_LEN));
+        }
+        Some(key)
+    }
+
+    /// Whether block `at`'s key is the one of `internal_key`: the same
+    /// internal key, or the same user key in an index of user keys.
+    pub(crate) fn key_is(&self, at: usize, internal_key: &[u8]) -> bool {
+        at < self.len && self.cmp_at(at, internal_key) == Ordering::Equal
+    }
+
+    /// Orders block `at`'s key against the internal key `key`: in an index
+    /// of user keys, by user key only (block `at` holds every version of
+    /// its last user key).
+    fn cmp_at(&self, at: usize, key: &[u8]) -> Ordering {
+        let stored = self.stored_key(at).unwrap_or_default();
+        if self.layout.user_keys {
+            cmp_split(self.stripped(), stored, user_key_of(key))
+        } else {
+            cmp_internal_split(self.stripped(), stored, key)
+        }
     }
 
     /// Where block `at` is.
@@ -292,8 +471,10 @@ impl Index {
         Some(BlockHandle { offset, size })
     }
 
-    /// Index of the first block whose last key is `>= key`: the only block
-    /// that can hold the first entry `>= key`. `len()` if none.
+    /// Index of the first block whose last key is `>= key` (an internal
+    /// key; in an index of user keys, whose last user key is `>=` its
+    /// user key): the only block that can hold the first entry `>= key`.
+    /// `len()` if none.
     pub(crate) fn find(&self, key: &[u8]) -> usize {
         if key.len() < TRAILER_LEN {
             return self.first_not_below(0, self.len, key);
@@ -309,8 +490,7 @@ impl Index {
     fn first_not_below(&self, mut lo: usize, mut hi: usize, key: &[u8]) -> usize {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let last = self.last_key(mid).unwrap_or_default();
-            if cmp_internal(last, key) == Ordering::Less {
+            if self.cmp_at(mid, key) == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -335,33 +515,79 @@ pub(crate) fn encode_older(entries: &[IndexEntry]) -> Vec<u8> {
     out
 }
 
-/// The format 5 layout of `len` keys (`key(at)`, ascending) and block ends
-/// (`block_end(at)`); `None` if the keys pass 4 GiB.
+/// The index block of `entries` as format 5 stores it.
+#[cfg(test)]
+pub(crate) fn encode_format_5(entries: &[IndexEntry]) -> Vec<u8> {
+    let laid_out = lay_out(
+        Form::Format5,
+        entries.len(),
+        |at| entries.get(at).map_or(&[][..], |e| &e.last_key),
+        |at| entries.get(at).and_then(|e| e.handle.end()).unwrap_or(0),
+    );
+    laid_out.unwrap_or_default()
+}
+
+/// Which in-place layout [`lay_out`] writes.
+#[derive(Clone, Copy)]
+enum Form {
+    #[cfg(test)]
+    Format5,
+    Compact {
+        user_keys: bool,
+    },
+}
+
+/// The in-place layout (`form`) of `len` internal keys (`key(at)`,
+/// ascending) and block ends (`block_end(at)`); `None` if the keys pass
+/// 4 GiB.
 fn lay_out<'a>(
+    form: Form,
     len: usize,
     key: impl Fn(usize) -> &'a [u8],
     block_end: impl Fn(usize) -> u64,
 ) -> Option<Vec<u8>> {
     let user = |at| user_key_of(key(at));
     let fences = Fences::new(user(0), user(len.saturating_sub(1)), (0..len).map(user));
-    let keys: usize = (0..len).map(|at| key(at).len()).sum();
     let prefix = fences.prefix();
-    let mut out = Vec::with_capacity(len * FIXED_PER_BLOCK + keys + prefix.len() + TAIL_LEN);
+    let layout = match form {
+        #[cfg(test)]
+        Form::Format5 => Layout::FORMAT_5,
+        Form::Compact { user_keys } => Layout {
+            compact: true,
+            narrow_ends: len == 0 || u32::try_from(block_end(len - 1)).is_ok(),
+            user_keys,
+        },
+    };
+    // Every key lies between the first and the last, so begins with their
+    // prefix.
+    let stored = |at| {
+        let whole = if layout.user_keys { user(at) } else { key(at) };
+        let skip = if layout.compact { prefix.len() } else { 0 };
+        whole.get(skip..).unwrap_or_default()
+    };
+    let keys: usize = (0..len).map(|at| stored(at).len()).sum();
+    let mut out = Vec::with_capacity(
+        len * layout.fixed_per_block() + keys + prefix.len() + layout.tail_len(),
+    );
     for &f in fences.values() {
         out.extend_from_slice(&f.to_le_bytes());
     }
     for at in 0..len {
-        out.extend_from_slice(&block_end(at).to_le_bytes());
+        let end = block_end(at).to_le_bytes();
+        out.extend_from_slice(end.get(..layout.end_width()).unwrap_or_default());
     }
     let mut end = 0u32;
     for at in 0..len {
-        end = end.checked_add(u32::try_from(key(at).len()).ok()?)?;
+        end = end.checked_add(u32::try_from(stored(at).len()).ok()?)?;
         out.extend_from_slice(&end.to_le_bytes());
     }
     for at in 0..len {
-        out.extend_from_slice(key(at));
+        out.extend_from_slice(stored(at));
     }
     out.extend_from_slice(prefix);
+    if layout.compact {
+        out.extend_from_slice(&layout.flags().to_le_bytes());
+    }
     out.extend_from_slice(&u32::try_from(prefix.len()).ok()?.to_le_bytes());
     out.extend_from_slice(&u32::try_from(len).ok()?.to_le_bytes());
     Some(out)
@@ -419,10 +645,52 @@ fn walk_older(bytes: &[u8], data_end: u64) -> Result<Vec<(Range<usize>, u64)>, C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{ValueKind, encode_internal_key};
+    use std::collections::BTreeSet;
 
     /// The last format version whose index is walked.
     const OLDER: u32 = IN_PLACE_VERSION - 1;
+
+    /// Every way an index is stored: the walked format, format 5, and
+    /// format 6 with internal or user keys.
+    #[derive(Clone, Copy, Debug)]
+    enum Stored {
+        Older,
+        Format5,
+        Compact { user_keys: bool },
+    }
+
+    const EVERY: [Stored; 4] = [
+        Stored::Older,
+        Stored::Format5,
+        Stored::Compact { user_keys: false },
+        Stored::Compact { user_keys: true },
+    ];
+
+    impl Stored {
+        fn version(self) -> u32 {
+            match self {
+                Stored::Older => OLDER,
+                Stored::Format5 => IN_PLACE_VERSION,
+                Stored::Compact { .. } => COMPACT_VERSION,
+            }
+        }
+
+        fn bytes(self, entries: &[IndexEntry]) -> Vec<u8> {
+            match self {
+                Stored::Older => encode_older(entries),
+                Stored::Format5 => encode_format_5(entries),
+                Stored::Compact { user_keys } => Index::encode(entries, user_keys).unwrap(),
+            }
+        }
+
+        fn user_keys(self) -> bool {
+            matches!(self, Stored::Compact { user_keys: true })
+        }
+
+        fn decode(self, entries: &[IndexEntry], data_end: u64) -> Result<Index, Corrupt> {
+            Index::decode(self.bytes(entries), data_end, self.version())
+        }
+    }
 
     fn ikey(user: &[u8], seq: u64) -> Box<[u8]> {
         let mut out = Vec::new();
@@ -430,74 +698,71 @@ mod tests {
         out.into()
     }
 
-    /// `entries` stored as format `version` writes them.
-    fn stored(entries: &[IndexEntry], version: u32) -> Vec<u8> {
-        if version >= IN_PLACE_VERSION {
-            Index::encode(entries).unwrap()
-        } else {
-            encode_older(entries)
-        }
+    /// Blocks of `size` stored bytes, back to back, ending at `keys`.
+    fn entries_at(keys: impl IntoIterator<Item = Box<[u8]>>, size: u64) -> Vec<IndexEntry> {
+        let mut offset = 0;
+        keys.into_iter()
+            .map(|last_key| {
+                let handle = BlockHandle { offset, size };
+                offset = handle.end().unwrap();
+                IndexEntry { last_key, handle }
+            })
+            .collect()
     }
 
     fn sample() -> Vec<IndexEntry> {
-        let mut offset = 0;
-        ["b", "d", "f"]
-            .iter()
-            .map(|k| {
-                let handle = BlockHandle { offset, size: 100 };
-                offset = handle.end().unwrap();
-                IndexEntry {
-                    last_key: ikey(k.as_bytes(), 3),
-                    handle,
-                }
-            })
-            .collect()
+        entries_at(["b", "d", "f"].map(|k| ikey(k.as_bytes(), 3)), 100)
     }
 
     #[test]
     fn round_trip_and_find() {
         let entries = sample();
-        for version in [OLDER, IN_PLACE_VERSION] {
-            let index = Index::decode(stored(&entries, version), 1000, version).unwrap();
+        for stored in EVERY {
+            let index = stored.decode(&entries, 1000).unwrap();
             assert_eq!(index.len(), entries.len());
+            assert_eq!(index.holds_user_keys(), stored.user_keys());
             for (at, entry) in entries.iter().enumerate() {
-                assert_eq!(index.last_key(at), Some(&*entry.last_key));
+                let user_key = user_key_of(&entry.last_key);
+                let key = if stored.user_keys() {
+                    user_key
+                } else {
+                    &entry.last_key
+                };
+                assert_eq!(index.key(at).as_deref(), Some(key));
+                assert_eq!(index.user_key(at).as_deref(), Some(user_key));
+                assert!(index.key_is(at, &entry.last_key));
                 assert_eq!(index.handle(at), Some(entry.handle));
             }
-            assert_eq!(index.last_key(3), None);
+            assert_eq!(index.key(3), None);
+            assert!(!index.key_is(3, &ikey(b"f", 3)));
             assert_eq!(index.find(&ikey(b"a", 1)), 0);
             assert_eq!(index.find(&ikey(b"b", 3)), 0);
-            assert_eq!(index.find(&ikey(b"b", 2)), 1);
+            // Every version of "b" is in block 0 when the index holds user
+            // keys; otherwise the index cannot tell.
+            let older_b = usize::from(!stored.user_keys());
+            assert_eq!(index.find(&ikey(b"b", 2)), older_b);
             assert_eq!(index.find(&ikey(b"e", 9)), 2);
             assert_eq!(index.find(&ikey(b"g", 9)), 3);
             assert!(index.check_keys().is_ok());
+            let empty = stored.decode(&[], 0).unwrap();
+            assert_eq!((empty.len(), empty.find(&ikey(b"a", 1))), (0, 0));
         }
-        let empty = Index::decode(stored(&[], IN_PLACE_VERSION), 0, IN_PLACE_VERSION).unwrap();
-        assert_eq!((empty.len(), empty.find(&ikey(b"a", 1))), (0, 0));
     }
 
-    /// The bytes of `docs/format.md`'s example.
+    /// Blocks of 10 and 20 stored bytes ending at "k1" and "k3" (seq 1,
+    /// values): `docs/format.md`'s examples.
+    fn golden_entries() -> Vec<IndexEntry> {
+        let mut entries = entries_at([ikey(b"k1", 1), ikey(b"k3", 1)], 10);
+        entries[1].handle.size = 20;
+        entries
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     #[test]
-    fn golden_layout() {
-        let entries: Vec<IndexEntry> = [("k1", 10), ("k3", 20)]
-            .iter()
-            .scan(0, |offset, &(key, size)| {
-                let handle = BlockHandle {
-                    offset: *offset,
-                    size,
-                };
-                *offset = handle.end().unwrap();
-                Some(IndexEntry {
-                    last_key: ikey(key.as_bytes(), 1),
-                    handle,
-                })
-            })
-            .collect();
-        let hex: String = Index::encode(&entries)
-            .unwrap()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+    fn golden_layout_format_5() {
         let expected = [
             "0000000000000031", // fence of "k1" past "k": "1" (0x31 << 56)
             "0000000000000033", // fence of "k3"
@@ -514,25 +779,71 @@ mod tests {
             "02000000",         // two blocks
         ]
         .concat();
-        assert_eq!(hex, expected);
+        assert_eq!(hex(&encode_format_5(&golden_entries())), expected);
     }
 
-    /// Entries over `keys` (sorted, deduplicated by the caller's set).
-    fn entries_of(keys: &std::collections::BTreeSet<(Vec<u8>, u64)>) -> Vec<IndexEntry> {
+    #[test]
+    fn golden_layout_format_6() {
+        let fixed = [
+            "0000000000000031", // fence of "k1" past "k"
+            "0000000000000033", // fence of "k3"
+            "0f000000",         // block 0 ends at 15, in 4 bytes
+            "28000000",         // block 1 ends at 40
+        ]
+        .concat();
+        let user_keys = [
+            &fixed, "01000000", // key 0 ends at 1
+            "02000000", // key 1 ends at 2
+            "31",       // "1": "k1" past the prefix
+            "33",       // "3"
+            "6b",       // the prefix "k"
+            "03000000", // flags: narrow block ends, user keys
+            "01000000", // the prefix's length
+            "02000000", // two blocks
+        ]
+        .concat();
+        let internal_keys = [
+            &fixed,
+            "09000000",
+            "12000000",
+            "310101000000000000", // "1", seq 1, a value
+            "330101000000000000",
+            "6b",
+            "01000000", // flags: narrow block ends
+            "01000000",
+            "02000000",
+        ]
+        .concat();
+        let entries = golden_entries();
+        assert_eq!(hex(&Index::encode(&entries, true).unwrap()), user_keys);
+        assert_eq!(hex(&Index::encode(&entries, false).unwrap()), internal_keys);
+    }
+
+    #[test]
+    fn block_ends_past_4_gib_take_8_bytes() {
+        let entries = entries_at([ikey(b"a", 1), ikey(b"b", 1)], 3 << 30);
+        let data_end = entries[1].handle.end().unwrap();
+        let bytes = Index::encode(&entries, true).unwrap();
+        let index = Index::decode(bytes, data_end, COMPACT_VERSION).unwrap();
+        assert_eq!(index.handle(1), Some(entries[1].handle));
+        assert_eq!(index.find(&ikey(b"b", 9)), 1);
+        let narrow = entries_at([ikey(b"a", 1), ikey(b"b", 1)], 100);
+        let narrow = Index::encode(&narrow, true).unwrap();
+        assert_eq!(
+            Index::encode(&entries, true).unwrap().len(),
+            narrow.len() + 2 * 4
+        );
+    }
+
+    /// Entries over `keys`, one per user key if `user_keys` (an index of
+    /// user keys is written only where no user key spans blocks).
+    fn entries_of(keys: &BTreeSet<(Vec<u8>, u64)>, user_keys: bool) -> Vec<IndexEntry> {
         let mut sorted: Vec<Box<[u8]>> = keys.iter().map(|(k, s)| ikey(k, *s)).collect();
         sorted.sort_by(|a, b| cmp_internal(a, b));
-        sorted
-            .into_iter()
-            .enumerate()
-            .map(|(i, last_key)| IndexEntry {
-                last_key,
-                // Back to back, as the decoder requires.
-                handle: BlockHandle {
-                    offset: i as u64 * (10 + BLOCK_TRAILER as u64),
-                    size: 10,
-                },
-            })
-            .collect()
+        if user_keys {
+            sorted.dedup_by(|a, b| user_key_of(a) == user_key_of(b));
+        }
+        entries_at(sorted, 10)
     }
 
     proptest::proptest! {
@@ -543,23 +854,25 @@ mod tests {
                 (proptest::collection::vec(0..3u8, 0..14), 0..4u64), 0..40),
             targets in proptest::collection::vec(
                 (proptest::collection::vec(0..3u8, 0..20), 0..5u64), 1..20),
-            older in proptest::bool::ANY,
+            stored in proptest::sample::select(EVERY.to_vec()),
         ) {
             let keys = keys
                 .into_iter()
                 .map(|(k, s)| ([&prefix[..], &k].concat(), s))
                 .collect();
-            let entries = entries_of(&keys);
-            let version = if older { OLDER } else { IN_PLACE_VERSION };
-            let index = Index::decode(stored(&entries, version), u64::MAX, version).unwrap();
+            let entries = entries_of(&keys, stored.user_keys());
+            let index = stored.decode(&entries, u64::MAX).unwrap();
             proptest::prop_assert!(index.check_keys().is_ok());
+            proptest::prop_assert_eq!(index.entries().len(), entries.len());
             for (target, seq) in targets {
                 for target in [target.clone(), [&prefix[..], &target].concat()] {
                     let key = ikey(&target, seq);
-                    let expected = entries
-                        .iter()
-                        .take_while(|e| cmp_internal(&e.last_key, &key) == Ordering::Less)
-                        .count();
+                    let below = |e: &&IndexEntry| if stored.user_keys() {
+                        user_key_of(&e.last_key) < &target[..]
+                    } else {
+                        cmp_internal(&e.last_key, &key) == Ordering::Less
+                    };
+                    let expected = entries.iter().take_while(below).count();
                     proptest::prop_assert_eq!(index.find(&key), expected, "{:?}", target);
                 }
             }
@@ -592,50 +905,94 @@ mod tests {
 
     #[test]
     fn inconsistent_arrays_are_refused_at_load() {
-        let bytes = Index::encode(&sample()).unwrap();
-        let decode = |bytes: Vec<u8>, end| Index::decode(bytes, end, IN_PLACE_VERSION);
-        assert!(decode(bytes.clone(), 1000).is_ok());
-        assert!(
-            decode(bytes.clone(), 200).is_err(),
-            "blocks past the data end"
-        );
-        for cut in 0..bytes.len() {
-            assert!(decode(bytes[..cut].to_vec(), 1000).is_err(), "cut at {cut}");
+        for stored in &EVERY[1..] {
+            let version = stored.version();
+            let layout = match stored {
+                Stored::Compact { user_keys } => {
+                    Layout::compact(NARROW_ENDS + u32::from(*user_keys) * USER_KEYS).unwrap()
+                }
+                _ => Layout::FORMAT_5,
+            };
+            let bytes = stored.bytes(&sample());
+            let decode = |bytes: Vec<u8>, end| Index::decode(bytes, end, version);
+            assert!(decode(bytes.clone(), 1000).is_ok());
+            assert!(
+                decode(bytes.clone(), 200).is_err(),
+                "blocks past the data end"
+            );
+            for cut in 0..bytes.len() {
+                assert!(decode(bytes[..cut].to_vec(), 1000).is_err(), "cut at {cut}");
+            }
+            let tail = bytes.len() - layout.tail_len();
+            let mut trailing = bytes[..tail].to_vec();
+            trailing.push(0);
+            trailing.extend_from_slice(&bytes[tail..]);
+            assert!(
+                decode(trailing, 1000).is_err(),
+                "a byte between keys and prefix"
+            );
+            // Fences out of order (the first raised above the second).
+            let mut fences = bytes.clone();
+            fences[7] = 0xff;
+            assert!(decode(fences, 1000).is_err());
+            // A block shorter than its trailer (the second ending where the
+            // first does).
+            let (ends, width) = (3 * 8, layout.end_width());
+            let mut short = bytes.clone();
+            short.copy_within(ends..ends + width, ends + width);
+            assert!(decode(short, 1000).is_err());
+            // A key shorter than its layout allows (the first ending past
+            // the second).
+            let key_ends = ends + 3 * width;
+            let mut key = bytes.clone();
+            key[key_ends] = 0xff;
+            assert!(decode(key, 1000).is_err());
         }
-        let mut trailing = bytes[..bytes.len() - TAIL_LEN].to_vec();
-        trailing.push(0);
-        trailing.extend_from_slice(&bytes[bytes.len() - TAIL_LEN..]);
-        assert!(
-            decode(trailing, 1000).is_err(),
-            "a byte between keys and prefix"
-        );
-        // Fences out of order (the first raised above the second).
-        let mut fences = bytes.clone();
-        fences[7] = 0xff;
-        assert!(decode(fences, 1000).is_err());
-        // A block shorter than its trailer (the second ending where the first does).
-        let mut short = bytes.clone();
-        short.copy_within(24..32, 32);
-        assert!(decode(short, 1000).is_err());
-        // A key shorter than a trailer (the first ending at 4).
-        let mut key = bytes.clone();
-        key[48] = 4;
-        assert!(decode(key, 1000).is_err());
+    }
+
+    #[test]
+    fn internal_keys_shorter_than_a_trailer_are_refused_at_load() {
+        // Key 0 of the internal-key golden block cut to 7 bytes: the next
+        // key takes the two bytes, so the key ends stay consistent.
+        let mut bytes = Index::encode(&golden_entries(), false).unwrap();
+        let key_ends = 2 * 8 + 2 * 4;
+        bytes[key_ends] = 7;
+        let decoded = Index::decode(bytes, 1000, COMPACT_VERSION);
+        assert!(decoded.is_err());
+    }
+
+    #[test]
+    fn unknown_layout_flags_are_refused() {
+        let mut bytes = Index::encode(&sample(), true).unwrap();
+        let flags = bytes.len() - COMPACT_TAIL_LEN;
+        bytes[flags] |= 4;
+        let decoded = Index::decode(bytes, 1000, COMPACT_VERSION);
+        assert!(format!("{:?}", decoded.unwrap_err()).contains("layout flags"));
     }
 
     #[test]
     fn keys_out_of_order_are_found_by_the_full_check() {
         // The first two keys swapped where they lie (all are 9 bytes long).
-        let mut swapped = Index::encode(&sample()).unwrap();
-        let keys = 3 * FIXED_PER_BLOCK;
+        let mut swapped = encode_format_5(&sample());
+        let keys = 3 * Layout::FORMAT_5.fixed_per_block();
         let first: Vec<u8> = swapped[keys..keys + 9].to_vec();
         swapped.copy_within(keys + 9..keys + 18, keys);
         swapped[keys + 9..keys + 18].copy_from_slice(&first);
         let index = Index::decode(swapped, 1000, IN_PLACE_VERSION).unwrap();
         assert!(index.check_keys().is_err());
-        let mut bytes = Index::encode(&sample()).unwrap();
-        bytes[0] ^= 1;
-        let index = Index::decode(bytes, 1000, IN_PLACE_VERSION).unwrap();
-        assert!(index.check_keys().is_err(), "a fence that is not its key's");
+        for stored in &EVERY[1..] {
+            let mut bytes = stored.bytes(&sample());
+            bytes[0] ^= 1;
+            let index = Index::decode(bytes, 1000, stored.version()).unwrap();
+            assert!(index.check_keys().is_err(), "a fence that is not its key's");
+        }
+        // User keys out of order: "b" and "d" swapped (one byte each).
+        let mut bytes = Index::encode(&sample(), true).unwrap();
+        let keys = 3 * (8 + 4 + 4);
+        bytes.swap(keys, keys + 1);
+        bytes.swap(0, 8);
+        bytes.swap(1, 9);
+        let index = Index::decode(bytes, 1000, COMPACT_VERSION);
+        assert!(index.is_err() || index.is_ok_and(|i| i.check_keys().is_err()));
     }
 }

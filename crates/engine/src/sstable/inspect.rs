@@ -189,7 +189,8 @@ impl TableFile {
     ///
     /// Checks, in order: each data block's checksum and entries, that keys
     /// ascend strictly across the table and each block ends at its index
-    /// key, that the counts, key range and sequence range match the
+    /// key (and, where the index holds user keys, that no user key
+    /// continues into the next block), that the counts, key range and sequence range match the
     /// properties, that the filter could be read, and that it answers "may
     /// contain" for every user key, that the scan filters could be read and
     /// hold every key (its prefix, its range point), and that every value filter could be
@@ -213,6 +214,7 @@ impl TableFile {
         for at in 0..index.len() {
             let offset = table.block_offset(at);
             let block = table.read_data_block(at)?;
+            let mut first_in_block = true;
             for item in block.entries() {
                 let (key, _) = item.map_err(|c| c.in_file(path, offset))?;
                 let parsed = ParsedKey::parse(&key).ok_or_else(|| {
@@ -227,6 +229,14 @@ impl TableFile {
                         ParsedKey::parse(prev).is_none_or(|p| p.user_key != parsed.user_key)
                     }
                 };
+                if first_in_block && !new_user_key && index.holds_user_keys() {
+                    return Err(Error::corruption(
+                        path,
+                        offset,
+                        "a user key continues past its block, but the index holds user keys",
+                    ));
+                }
+                first_in_block = false;
                 if new_user_key {
                     distinct += 1;
                     if !table.may_contain(parsed.user_key, KeyHash::of(parsed.user_key)) {
@@ -250,7 +260,7 @@ impl TableFile {
                 smallest.get_or_insert_with(|| key.clone());
                 previous = Some(key);
             }
-            if previous.as_deref() != index.last_key(at) {
+            if !previous.as_deref().is_some_and(|key| index.key_is(at, key)) {
                 return Err(Error::corruption(
                     path,
                     offset,

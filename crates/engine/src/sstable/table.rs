@@ -445,7 +445,7 @@ impl Table {
         let consistent = index.len() as u64 == self.properties.data_blocks
             && last.map_or(Some(0), |at| index.handle(at).and_then(BlockHandle::end))
                 == Some(data_end)
-            && last.is_none_or(|at| index.last_key(at) == Some(&*self.properties.largest));
+            && last.is_none_or(|at| index.key_is(at, &self.properties.largest));
         if !consistent {
             return Err(Error::corruption(
                 path,
@@ -541,12 +541,8 @@ impl Table {
     }
 
     /// The user key of the last entry of data block `at`.
-    pub(crate) fn block_last_user_key(&self, at: usize) -> Option<&[u8]> {
-        self.index()
-            .ok()?
-            .last_key(at)
-            .and_then(ParsedKey::parse)
-            .map(|k| k.user_key)
+    pub(crate) fn block_last_user_key(&self, at: usize) -> Option<Vec<u8>> {
+        self.index().ok()?.user_key(at)
     }
 
     /// Data block `at` read from the file, bypassing the cache.

@@ -151,10 +151,7 @@ fn sample(
     let (Some((first, _)), Some(last)) = (keys.first(), table.block_last_user_key(at)) else {
         return;
     };
-    let bounds = (
-        Bound::Included(first.clone()),
-        Bound::Included(last.to_vec()),
-    );
+    let bounds = (Bound::Included(first.clone()), Bound::Included(last));
     let (nanos, scanned) = timed(|| {
         let mut scanned = 0;
         for (_, value) in Inner::iter_in(current, bounds.clone(), seq).flatten() {

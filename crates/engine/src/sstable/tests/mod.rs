@@ -80,6 +80,48 @@ fn open(fs: &FaultInjectionFs, path: &Path) -> crate::error::Result<Arc<Table>> 
     .map(Arc::new)
 }
 
+/// The index entries of `table`, each with its block's own last internal
+/// key (what an index of internal keys holds).
+fn index_entries(table: &Table) -> Vec<index::IndexEntry> {
+    let index = table.index().unwrap();
+    (0..index.len())
+        .map(|at| {
+            let block = table.read_data_block(at).unwrap();
+            let (last_key, _) = block.entries().last().unwrap().unwrap();
+            index::IndexEntry {
+                last_key: last_key.into(),
+                handle: index.handle(at).unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// Rewrites the table at `path` with `index` as its index block (and
+/// `properties` as its properties block, if given), its footer saying
+/// `version`. The index must come before the properties.
+fn rewrite_index(
+    fs: &FaultInjectionFs,
+    path: &Path,
+    index: &[u8],
+    properties: Option<&[u8]>,
+    version: u32,
+) {
+    let bytes = fs.contents(path).unwrap();
+    let mut footer = footer::Footer::decode(&bytes[bytes.len() - footer::FOOTER_LEN..]).unwrap();
+    assert!(footer.index.offset < footer.properties.offset);
+    let at = footer.properties.offset as usize;
+    let stored_properties = bytes[at..at + footer.properties.size as usize].to_vec();
+    let mut out = bytes[..footer.index.offset as usize].to_vec();
+    let none = Compression::None;
+    footer.index.size = trailer::seal_block(index, none, &mut out) as u64;
+    footer.properties.offset = out.len() as u64;
+    let properties = properties.unwrap_or(&stored_properties);
+    footer.properties.size = trailer::seal_block(properties, none, &mut out) as u64;
+    footer.version = version;
+    out.extend_from_slice(&footer.encode());
+    fs.set_contents(path, out).unwrap();
+}
+
 fn entry(user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Entry {
     Entry {
         key: InternalKey::new(user_key, seq, kind),
@@ -262,6 +304,54 @@ proptest! {
             .collect();
         prop_assert_eq!(listed, want);
     }
+}
+
+/// The index holds user keys unless a user key's versions continue into
+/// the next block; either way every version is found, and `verify` refuses
+/// an index of user keys over a key that continues.
+#[test]
+fn the_index_holds_user_keys_unless_a_key_spans_blocks() {
+    let fs = FaultInjectionFs::new();
+    let single: Vec<Entry> = (0..50u64)
+        .map(|i| {
+            entry(
+                format!("key{i:03}").as_bytes(),
+                i + 1,
+                ValueKind::Value,
+                b"v",
+            )
+        })
+        .collect();
+    let spanning = numbered(50);
+    let one_per_block = options(1, 1, Compression::None, bloom(10.0), 1_000_000);
+    for (id, entries, user_keys) in [(1, &single, true), (2, &spanning, false)] {
+        let (path, _) = write(&fs, id, entries, one_per_block.clone());
+        let table = open(&fs, &path).unwrap();
+        assert_eq!(table.index().unwrap().holds_user_keys(), user_keys);
+        for e in entries {
+            let found = table.get(&e.key.user_key, e.key.seq, &mut 0).unwrap();
+            assert_eq!(found.as_ref(), Some(e));
+        }
+        TableFile::open_in(&fs, &path).unwrap().verify().unwrap();
+    }
+    // Blocks [a@1, b@3] and [b@2, c@1]: "b" continues into the second.
+    let value = [7u8; 100];
+    let continuing = [("a", 1), ("b", 3), ("b", 2), ("c", 1)]
+        .map(|(key, seq)| entry(key.as_bytes(), seq, ValueKind::Value, &value));
+    let two_per_block = options(150, 1, Compression::None, bloom(10.0), 1_000_000);
+    let (path, props) = write(&fs, 3, &continuing, two_per_block);
+    assert_eq!(props.data_blocks, 2);
+    let entries = index_entries(&open(&fs, &path).unwrap());
+    let user_keyed = index::Index::encode(&entries, true).unwrap();
+    rewrite_index(&fs, &path, &user_keyed, None, footer::FORMAT_VERSION);
+    let err = TableFile::open_in(&fs, &path)
+        .unwrap()
+        .verify()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("continues past its block"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use sift_filter::{BloomShape, Filter, KeyHash};
 
-use super::{DIR, default_options, entry, open, write};
+use super::{DIR, default_options, entry, index_entries, open, rewrite_index, write};
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::{Entry, ValueKind};
 use crate::options::Compression;
 use crate::sstable::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
-use crate::sstable::index::{Index, encode_older};
-use crate::sstable::trailer::{BlockHandle, seal_block};
+use crate::sstable::index::encode_older;
+use crate::sstable::trailer::seal_block;
 use crate::sstable::{Properties, TableFile, TableOptions, ValueLeaf};
 use crate::value_def::{Extractor, IndexRecord, LeafSizing};
 
@@ -129,25 +129,13 @@ fn tables_without_indexes_have_no_leaves() {
 /// handle and empty directory, the footer saying 1.
 fn downgrade(fs: &FaultInjectionFs, path: &std::path::Path) {
     let bytes = fs.contents(path).unwrap();
-    let footer_at = bytes.len() - FOOTER_LEN;
-    let mut footer = Footer::decode(&bytes[footer_at..]).unwrap();
-    let block = |handle: BlockHandle| {
-        let at = handle.offset as usize;
-        bytes[at..at + handle.size as usize].to_vec()
-    };
-    let index = Index::decode(block(footer.index), u64::MAX, FORMAT_VERSION).unwrap();
-    let mut props = block(footer.properties);
+    let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..]).unwrap();
+    let at = footer.properties.offset as usize;
+    let mut props = bytes[at..at + footer.properties.size as usize].to_vec();
     assert_eq!(props.split_off(props.len() - 2), [0, 0], "no scan filters");
     assert_eq!(props.pop(), Some(0), "empty directory");
-    assert!(footer.index.offset < footer.properties.offset);
-    let mut out = bytes[..footer.index.offset as usize].to_vec();
-    footer.index.size =
-        seal_block(&encode_older(&index.entries()), Compression::None, &mut out) as u64;
-    footer.properties.offset = out.len() as u64;
-    footer.properties.size = seal_block(&props, Compression::None, &mut out) as u64;
-    footer.version = 1;
-    out.extend_from_slice(&footer.encode());
-    fs.set_contents(path, out).unwrap();
+    let entries = index_entries(&open(fs, path).unwrap());
+    rewrite_index(fs, path, &encode_older(&entries), Some(&props), 1);
 }
 
 #[test]

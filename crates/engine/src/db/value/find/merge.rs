@@ -50,7 +50,7 @@ impl Merge {
             let t = &table.reader;
             table.blocks.retain(|&at| {
                 t.block_last_user_key(at)
-                    .is_none_or(|last| last >= &query.from[..])
+                    .is_none_or(|last| last[..] >= query.from[..])
             });
             if table.blocks.is_empty() {
                 continue;

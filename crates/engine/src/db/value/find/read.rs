@@ -98,8 +98,7 @@ pub(super) fn block(
     stats.blocks_read += 1;
     let continued = at
         .checked_sub(1)
-        .and_then(|before| table.block_last_user_key(before))
-        .map(<[u8]>::to_vec);
+        .and_then(|before| table.block_last_user_key(before));
     let mut first = true;
     let mut matched = false;
     // The user key whose visible version was last seen: older versions of
