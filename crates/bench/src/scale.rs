@@ -96,8 +96,11 @@ fn missing(i: u64) -> [u8; 17] {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let measured = args.dir.join("sift-full-metadata");
     if args.load_only {
-        if !loaded(args)? {
-            load(args)?;
+        if load(args)? {
+            let _ = std::fs::remove_file(&measured);
+        }
+        if measured.exists() {
+            return Ok(());
         }
         std::fs::write(&measured, full_metadata(args)?.to_string())?;
         return Ok(());
@@ -263,26 +266,59 @@ fn stored_keys(stats: &Stats) -> u64 {
     stats.levels.iter().map(|l| l.entries).sum()
 }
 
-/// Whether the stores hold `--num` keys already.
-fn loaded(args: &Args) -> anyhow::Result<bool> {
-    if !sift_dir(args).exists() {
-        return Ok(false);
-    }
-    let db = open_sift(args, u64::MAX)?;
-    Ok(stored_keys(&db.stats()) == args.num)
+/// The engines whose stores a run needs: Sift's always, since the budgets
+/// are shares of its metadata.
+fn stores(args: &Args) -> impl Iterator<Item = &str> {
+    let others = args.engines.iter().filter(|e| e.as_str() != "sift");
+    std::iter::once("sift").chain(others.map(String::as_str))
 }
 
-/// Loads every engine's store (in the child process).
-fn load(args: &Args) -> anyhow::Result<()> {
-    if args.dir.exists() {
-        std::fs::remove_dir_all(&args.dir)?;
+/// Whether every store holds `--num` keys already.
+fn loaded(args: &Args) -> anyhow::Result<bool> {
+    for engine in stores(args) {
+        if !holds_keys(args, engine)? {
+            return Ok(false);
+        }
     }
+    Ok(true)
+}
+
+/// Whether `engine`'s store holds `--num` keys: Sift's counts them;
+/// RocksDB's (which only estimates its count) holds the first and the last.
+fn holds_keys(args: &Args, engine: &str) -> anyhow::Result<bool> {
+    if !args.dir.join(engine).exists() {
+        return Ok(false);
+    }
+    match engine {
+        "sift" => {
+            let db = open_sift(args, u64::MAX)?;
+            Ok(stored_keys(&db.stats()) == args.num)
+        }
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => rocks::holds_keys(args),
+        other => anyhow::bail!("unknown engine {other}"),
+    }
+}
+
+/// Loads the stores that lack their keys (in the child process), each
+/// into a directory of its own: the others are kept. Returns whether
+/// Sift's was loaded.
+fn load(args: &Args) -> anyhow::Result<bool> {
     let mut order: Vec<u64> = (0..args.num).collect();
     SplitMix64::new(42, 1).shuffle(&mut order);
     let value = [7u8; VALUE_LEN];
-    for engine in &args.engines {
+    let mut sift_loaded = false;
+    for engine in stores(args) {
+        if holds_keys(args, engine)? {
+            continue;
+        }
+        sift_loaded |= engine == "sift";
+        let dir = args.dir.join(engine);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
         let start = Instant::now();
-        match engine.as_str() {
+        match engine {
             "sift" => {
                 let db = open_sift(args, u64::MAX)?;
                 for &i in &order {
@@ -296,7 +332,7 @@ fn load(args: &Args) -> anyhow::Result<()> {
         }
         eprintln!("{engine}: loaded in {:.1} s", start.elapsed().as_secs_f64());
     }
-    Ok(())
+    Ok(sift_loaded)
 }
 
 /// Sift's metadata with every table read: opened without a budget, one
@@ -390,6 +426,13 @@ mod rocks {
         options.set_write_buffer_size(usize::try_from(args.memtable_mib << 20)?);
         options.set_target_file_size_base(super::table_bytes(args));
         Ok(DB::open(&options, args.dir.join("rocksdb"))?)
+    }
+
+    /// Whether the store holds the first and the last of `--num` keys.
+    pub(super) fn holds_keys(args: &Args) -> anyhow::Result<bool> {
+        let db = open(args, 0)?;
+        let last = args.num.saturating_sub(1);
+        Ok(db.get_pinned(key(0))?.is_some() && db.get_pinned(key(last))?.is_some())
     }
 
     pub(super) fn load(args: &Args, order: &[u64], value: &[u8]) -> anyhow::Result<()> {

@@ -134,9 +134,22 @@ impl<'a> ParsedKey<'a> {
 /// Orders two encoded internal keys as [`InternalKey`] orders owned ones.
 /// Keys too short to hold a trailer sort by their raw bytes, before any
 /// well-formed key with the same prefix; decoders reject them earlier.
-#[inline]
 pub(crate) fn cmp_internal(a: &[u8], b: &[u8]) -> Ordering {
-    cmp_internal_split(&[], a, b)
+    // `cmp_internal_split` with no head, written out: memtable and merge
+    // comparisons run through here.
+    match (
+        a.len().checked_sub(TRAILER_LEN),
+        b.len().checked_sub(TRAILER_LEN),
+    ) {
+        (Some(split_a), Some(split_b)) => {
+            let (user_a, trailer_a) = a.split_at(split_a);
+            let (user_b, trailer_b) = b.split_at(split_b);
+            user_a
+                .cmp(user_b)
+                .then_with(|| trailer(trailer_b).cmp(&trailer(trailer_a)))
+        }
+        _ => a.cmp(b),
+    }
 }
 
 /// [`cmp_internal`] of the internal key `head ++ rest`, held in two pieces

@@ -21,8 +21,7 @@ use crate::encoding::Decoder;
 use crate::error::Corrupt;
 use crate::fence::{Fences, fence, ties_in};
 use crate::key::{
-    MAX_SEQNO, ParsedKey, TRAILER_LEN, ValueKind, cmp_internal, cmp_internal_split, cmp_split,
-    encode_internal_key, user_key_of,
+    ParsedKey, TRAILER_LEN, cmp_internal, cmp_internal_split, cmp_split, user_key_of,
 };
 
 /// The first table format whose index is laid out to be searched in place.
@@ -334,6 +333,7 @@ impl Index {
     /// (what [`Index::encode`] drops again).
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn entries(&self) -> Vec<IndexEntry> {
+        use crate::key::{MAX_SEQNO, ValueKind, encode_internal_key};
         (0..self.len)
             .map(|at| {
                 let mut key = self.key(at).unwrap_or_default();
@@ -645,6 +645,7 @@ fn walk_older(bytes: &[u8], data_end: u64) -> Result<Vec<(Range<usize>, u64)>, C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::{ValueKind, encode_internal_key};
     use std::collections::BTreeSet;
 
     /// The last format version whose index is walked.
