@@ -19,7 +19,7 @@ use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter};
-use crate::manifest::{FileKind, VersionEdit, filenames, read_current, read_manifest, replay};
+use crate::manifest::{FileKind, VersionEdit, filenames, read_current, replay_manifest};
 use crate::memtable::Memtable;
 use crate::options::CompactionStyle;
 use crate::sstable::{BlockCache, OpenFiles};
@@ -164,9 +164,8 @@ fn recover_version(
             indexes: Vec::new(),
         });
     };
-    let edits = read_manifest(fs, dir, &manifest_name)?;
+    let state = replay_manifest(fs, dir, &manifest_name)?;
     let manifest_path = dir.join(&manifest_name);
-    let state = replay(&edits);
     if let Some(tag) = state.compaction_style
         && tag != style_tag(&options.compaction)
     {
@@ -181,8 +180,8 @@ fn recover_version(
     // Tables are read at first use (`version::residency`): open checks
     // only that each file the manifest names exists, in the listing.
     let present: BTreeSet<&str> = names.iter().map(String::as_str).collect();
-    let mut opened = BTreeMap::new();
-    for meta in state.tables.values() {
+    let mut live = Vec::with_capacity(state.tables.len());
+    for meta in state.tables.into_values() {
         let name = filenames::table(meta.id);
         let path = dir.join(&name);
         if !present.contains(name.as_str()) {
@@ -192,16 +191,9 @@ fn recover_version(
                 format!("names table {} which is missing", path.display()),
             ));
         }
-        let live = LiveTable::new(meta.clone(), path, tables);
-        opened.insert(meta.id, Arc::new(live));
+        live.push(Arc::new(LiveTable::new(meta, path, tables)));
     }
-    let all = VersionEdit {
-        added: state.tables.values().cloned().collect(),
-        ..VersionEdit::default()
-    };
-    let version = Version::default()
-        .apply(&all, &opened)
-        .map_err(|mismatch| Error::corruption(&manifest_path, 0, mismatch.0))?;
+    let version = Version::of_tables(live);
     Ok(Recovered {
         version,
         manifest_name,

@@ -4,7 +4,7 @@
 //! is a snapshot edit recreating the whole version, followed by one record
 //! per later change. Each edit is synced before it is acknowledged, so the
 //! only record a crash can damage is an unacknowledged last one, which
-//! [`read_manifest`] ignores. `CURRENT` names the live manifest and is
+//! [`replay_manifest`] ignores. `CURRENT` names the live manifest and is
 //! replaced atomically ([`current`]). Bytes: `docs/format-logs.md`.
 
 mod current;
@@ -16,12 +16,14 @@ use std::io;
 use std::path::Path;
 
 pub(crate) use current::read_current;
+pub(crate) use replay::Replayed;
+#[cfg(test)]
 pub(crate) use replay::replay;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
-use crate::log::{LogKind, LogWriter, read_log};
+use crate::log::{LogKind, LogStream, LogWriter, RECORD_HEADER_LEN, Step, Tail};
 use crate::value_def::IndexRecord;
 
 /// What the manifest records about one table.
@@ -124,18 +126,41 @@ impl Manifest {
     }
 }
 
-/// Every edit of manifest `name` in `dir`, oldest first. A torn last record
-/// (an edit whose sync never returned) is ignored. A missing manifest, a
-/// manifest with no edit (CURRENT names only manifests whose snapshot is
-/// durable), damage before the last record, or an edit that does not decode
-/// is [`Error::Corruption`] naming the manifest.
+/// What manifest `name` in `dir` records: its edits replayed as they are
+/// read, so that memory holds the state and one record, not the file and
+/// every edit in it. A torn last record (an edit whose sync never
+/// returned) is ignored. A missing manifest, a manifest with no edit
+/// (CURRENT names only manifests whose snapshot is durable), damage before
+/// the last record, or an edit that does not decode is
+/// [`Error::Corruption`] naming the manifest.
+pub(crate) fn replay_manifest(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<Replayed> {
+    let mut state = Replayed::empty();
+    for_each_edit(fs, dir, name, |edit| state.apply(edit))?;
+    Ok(state.finish())
+}
+
+/// Every edit of manifest `name` in `dir`, oldest first; errors as
+/// [`replay_manifest`].
+#[cfg(test)]
 pub(crate) fn read_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     name: &str,
 ) -> Result<Vec<VersionEdit>> {
+    let mut edits = Vec::new();
+    for_each_edit(fs, dir, name, |edit| edits.push(edit))?;
+    Ok(edits)
+}
+
+/// Hands each edit of manifest `name` in `dir` to `apply` as it is read.
+fn for_each_edit(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+    mut apply: impl FnMut(VersionEdit),
+) -> Result<()> {
     let path = dir.join(name);
-    let contents = read_log(fs, &path, LogKind::Manifest).map_err(|err| match err {
+    let mut stream = LogStream::open(fs, &path, LogKind::Manifest).map_err(|err| match err {
         Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => Error::corruption(
             &path,
             0,
@@ -143,22 +168,30 @@ pub(crate) fn read_manifest(
         ),
         other => other,
     })?;
-    if contents.records.is_empty() {
-        return Err(Error::corruption(
-            &path,
-            contents.valid_len,
-            "the manifest holds no edit, not even its snapshot",
-        ));
+    let mut edits = 0u64;
+    loop {
+        match stream.next()? {
+            Step::Record { offset, payload } => {
+                let edit = edit::decode_edit(payload)
+                    .map_err(|c| c.in_file(&path, offset + RECORD_HEADER_LEN as u64))?;
+                apply(edit);
+                edits += 1;
+            }
+            Step::End { valid_len, tail } => {
+                if let Tail::Damaged { detail } = tail {
+                    return Err(Error::corruption(&path, valid_len, detail));
+                }
+                if edits == 0 {
+                    return Err(Error::corruption(
+                        &path,
+                        valid_len,
+                        "the manifest holds no edit, not even its snapshot",
+                    ));
+                }
+                return Ok(());
+            }
+        }
     }
-    contents
-        .records
-        .iter()
-        .zip(contents.record_offsets())
-        .map(|(record, offset)| {
-            edit::decode_edit(record)
-                .map_err(|c| c.in_file(&path, offset + crate::log::RECORD_HEADER_LEN as u64))
-        })
-        .collect()
 }
 
 /// Kinds of files in a database directory.

@@ -26,39 +26,56 @@ pub(crate) struct Replayed {
 }
 
 /// Applies `edits` in order, from an empty database.
-pub(crate) fn replay(edits: &[VersionEdit]) -> Replayed {
-    let mut state = Replayed {
-        tables: BTreeMap::new(),
-        indexes: Vec::new(),
-        next_file_number: 1,
-        log_number: 0,
-        last_seq: 0,
-        compaction_style: None,
-    };
+#[cfg(test)]
+pub(crate) fn replay(edits: impl IntoIterator<Item = VersionEdit>) -> Replayed {
+    let mut state = Replayed::empty();
     for edit in edits {
-        edit.apply_indexes(&mut state.indexes);
-        for (_, id) in &edit.removed {
-            state.tables.remove(id);
-        }
-        for meta in &edit.added {
-            state.tables.insert(meta.id, meta.clone());
-        }
-        let max = |now: u64, recorded: Option<u64>| recorded.map_or(now, |r| r.max(now));
-        state.next_file_number = max(state.next_file_number, edit.next_file_number);
-        state.log_number = max(state.log_number, edit.log_number);
-        state.last_seq = max(state.last_seq, edit.last_seq);
-        if edit.compaction_style.is_some() {
-            state.compaction_style = edit.compaction_style;
-        }
+        state.apply(edit);
     }
-    for meta in state.tables.values() {
-        state.next_file_number = state.next_file_number.max(meta.id + 1);
-        state.last_seq = state.last_seq.max(meta.max_seq);
-    }
-    state
+    state.finish()
 }
 
 impl Replayed {
+    /// An empty database's state, before any edit.
+    pub(crate) fn empty() -> Self {
+        Self {
+            tables: BTreeMap::new(),
+            indexes: Vec::new(),
+            next_file_number: 1,
+            log_number: 0,
+            last_seq: 0,
+            compaction_style: None,
+        }
+    }
+
+    /// Applies the next edit (its tables move into the state).
+    pub(crate) fn apply(&mut self, edit: VersionEdit) {
+        edit.apply_indexes(&mut self.indexes);
+        for (_, id) in &edit.removed {
+            self.tables.remove(id);
+        }
+        let max = |now: u64, recorded: Option<u64>| recorded.map_or(now, |r| r.max(now));
+        self.next_file_number = max(self.next_file_number, edit.next_file_number);
+        self.log_number = max(self.log_number, edit.log_number);
+        self.last_seq = max(self.last_seq, edit.last_seq);
+        if edit.compaction_style.is_some() {
+            self.compaction_style = edit.compaction_style;
+        }
+        for meta in edit.added {
+            self.tables.insert(meta.id, meta);
+        }
+    }
+
+    /// The state once every edit is applied: the numbers also cover every
+    /// live table.
+    pub(crate) fn finish(mut self) -> Self {
+        for meta in self.tables.values() {
+            self.next_file_number = self.next_file_number.max(meta.id + 1);
+            self.last_seq = self.last_seq.max(meta.max_seq);
+        }
+        self
+    }
+
     /// Pairs of tables of one sorted run whose key ranges overlap, each as
     /// a sentence. A read looks for a key in one table of each run, so the
     /// other's copy would be lost: a manifest that says this is damaged.
@@ -131,7 +148,7 @@ mod tests {
                 ..VersionEdit::default()
             },
         ];
-        let state = replay(&edits);
+        let state = replay(edits);
         assert_eq!(state.tables.keys().copied().collect::<Vec<_>>(), [4, 9]);
         // Numbers never go back, and cover every live table.
         assert_eq!(state.log_number, 2);
@@ -139,7 +156,7 @@ mod tests {
         assert_eq!(state.last_seq, 90);
         assert_eq!(state.compaction_style, Some(0));
         assert!(state.overlapping_runs().is_empty());
-        assert_eq!(replay(&[]).next_file_number, 1);
+        assert_eq!(replay([]).next_file_number, 1);
     }
 
     #[test]
@@ -152,7 +169,7 @@ mod tests {
             ],
             ..VersionEdit::default()
         }];
-        let found = replay(&edits).overlapping_runs();
+        let found = replay(edits).overlapping_runs();
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("000003.sst and 000004.sst"), "{found:?}");
     }

@@ -1,13 +1,13 @@
 //! What the manifest says: CURRENT and the manifest it names, replayed
 //! into the live tables, value indexes and oldest needed WAL by the same
-//! [`replay`] recovery uses (`db/open.rs`).
+//! [`replay_manifest`] recovery uses (`db/open.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::Findings;
 use crate::key::SeqNo;
-use crate::manifest::{FileKind, TableMeta, filenames, read_current, read_manifest, replay};
+use crate::manifest::{FileKind, TableMeta, filenames, read_current, replay_manifest};
 use crate::value_def::IndexRecord;
 
 /// The live state the manifest records.
@@ -64,14 +64,13 @@ pub(super) fn read(
         }
     };
     let path = dir.join(&name);
-    let edits = match read_manifest(fs, dir, &name) {
-        Ok(edits) => edits,
+    let state = match replay_manifest(fs, dir, &name) {
+        Ok(state) => state,
         Err(err) => {
             out.error(err, &path);
             return (Some(path), None);
         }
     };
-    let state = replay(&edits);
     for overlap in state.overlapping_runs() {
         out.problem(&path, None, overlap);
     }

@@ -9,6 +9,7 @@
 mod residency;
 mod set;
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -321,6 +322,30 @@ pub(crate) struct Version {
 pub(crate) struct EditMismatch(pub String);
 
 impl Version {
+    /// The version of `tables` (a recovered manifest's), each in the level
+    /// and run its metadata names. Built in one pass: one edit adding them
+    /// all would insert each table into its run's list, a quadratic copy
+    /// for a run of thousands of tables in no particular order.
+    pub(crate) fn of_tables(tables: impl IntoIterator<Item = Arc<LiveTable>>) -> Self {
+        // Runs newest (largest id) first within a level.
+        let mut runs: BTreeMap<(u32, Reverse<u64>), Vec<Arc<LiveTable>>> = BTreeMap::new();
+        for table in tables {
+            let at = (table.meta.level, Reverse(table.meta.run));
+            runs.entry(at).or_default().push(table);
+        }
+        let mut version = Self::default();
+        for ((level, Reverse(run)), mut tables) in runs {
+            tables.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+            let level = level as usize;
+            if version.levels.len() <= level {
+                version.levels.resize_with(level + 1, Level::default);
+            }
+            version.levels[level].runs.push(Run::new(run, tables));
+        }
+        version.debug_check();
+        version
+    }
+
     /// The version after `edit`: removed tables leave their runs, added ones
     /// join the run they name (a new run becomes its level's newest).
     /// `opened` holds the open tables for `edit.added`, by id.
@@ -502,6 +527,70 @@ mod tests {
                 let found = find_range(&ranges, &largest, &smallest, key, range);
                 prop_assert_eq!(found, truth, "key {:?}", key);
             }
+        }
+
+        /// A recovered version holds each table where one edit adding
+        /// them all puts it, whatever order they come in.
+        #[test]
+        fn of_tables_places_tables_as_an_edit_does(
+            placed in proptest::collection::vec((0..3u32, 0..3u64), 0..40),
+            order in any::<proptest::sample::Index>(),
+        ) {
+            let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::FaultInjectionFs::new());
+            let cache = Arc::new(BlockCache::new(1 << 20));
+            let shared = Arc::new(SharedTables {
+                files: Arc::new(OpenFiles::new(Arc::clone(&fs), 8)),
+                fs,
+                residency: Residency::new(1 << 20, Arc::clone(&cache)),
+                cache,
+            });
+            // Table `i` holds the key range `i`: disjoint within any run.
+            let metas: Vec<TableMeta> = placed
+                .iter()
+                .enumerate()
+                .map(|(i, &(level, run))| {
+                    let key = |user: String| {
+                        let mut out = Vec::new();
+                        crate::key::encode_internal_key(
+                            &mut out, user.as_bytes(), 1, crate::key::ValueKind::Value,
+                        );
+                        out
+                    };
+                    TableMeta {
+                        id: 100 + i as u64,
+                        level,
+                        run: 10 + run,
+                        file_size: 1,
+                        entries: 1,
+                        smallest: key(format!("{i:03}a")),
+                        largest: key(format!("{i:03}b")),
+                        min_seq: 1,
+                        max_seq: 1,
+                    }
+                })
+                .collect();
+            let live: Vec<Arc<LiveTable>> = metas
+                .iter()
+                .map(|m| Arc::new(LiveTable::new(m.clone(), PathBuf::from("t"), &shared)))
+                .collect();
+            let opened = live.iter().map(|t| (t.meta.id, Arc::clone(t))).collect();
+            let edit = VersionEdit { added: metas, ..VersionEdit::default() };
+            let applied = Version::default().apply(&edit, &opened).unwrap();
+            let mut shuffled = live.clone();
+            if !shuffled.is_empty() {
+                let turn = order.index(shuffled.len());
+                shuffled.rotate_left(turn);
+                shuffled.reverse();
+            }
+            let ids = |v: &Version| -> Vec<Vec<(u64, Vec<u64>)>> {
+                v.levels
+                    .iter()
+                    .map(|level| {
+                        level.runs.iter().map(|r| (r.id, r.tables.iter().map(|t| t.meta.id).collect())).collect()
+                    })
+                    .collect()
+            };
+            prop_assert_eq!(ids(&Version::of_tables(shuffled)), ids(&applied));
         }
     }
 }

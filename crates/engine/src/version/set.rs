@@ -249,7 +249,7 @@ mod tests {
         let dir = Path::new("/db");
         let name = read_current(&fs, dir).unwrap().unwrap();
         assert_eq!(name, set.manifest_name());
-        let state = replay(&read_manifest(&fs, dir, &name).unwrap());
+        let state = replay(read_manifest(&fs, dir, &name).unwrap());
         assert_eq!((state.log_number, state.indexes.len()), (199, 40));
     }
 
