@@ -330,3 +330,30 @@ fn a_directory_without_a_database_is_an_error_and_is_left_alone() {
         Err(Error::Io { .. })
     ));
 }
+
+#[test]
+fn an_open_database_verifies_a_checkpoint_of_itself_and_names_its_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populate(dir.path());
+    db.insert("fresh", r#"{"color":"red"}"#).unwrap();
+    let report = db.verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    // The memtable was flushed first, so every live table was checked.
+    let tables = files(dir.path(), ".sst");
+    assert_eq!(report.tables, tables.len() as u64);
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().starts_with("verify-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    flip(&tables[0], 100);
+    let report = db.verify().unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(report.problems[0].path, tables[0]);
+    assert!(report.problems[0].offset.is_some());
+    // The database stays open and writable.
+    db.insert("after", "x").unwrap();
+    assert_eq!(db.get("after").unwrap().as_deref(), Some(&b"x"[..]));
+}

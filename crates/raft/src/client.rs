@@ -27,13 +27,17 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
 /// Pause between retries.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
-/// A client of one node (`host:port`). Its writes carry a session, so a
-/// retried write is applied once and answers what the first attempt did
-/// (clones share the session, and may write concurrently).
+/// A client of a cluster, through one node (`host:port`) or several it
+/// tries in turn. Its writes carry a session, so a retried write is applied
+/// once and answers what the first attempt did (clones share the session,
+/// and may write concurrently).
 #[derive(Clone, Debug)]
 pub struct Client {
     http: reqwest::Client,
+    /// The first seed: administration goes to it alone.
     addr: String,
+    /// Every node a request may start at; a retry starts at the next.
+    seeds: Vec<String>,
     retry_for: Duration,
     session: Arc<ClientSession>,
 }
@@ -157,12 +161,24 @@ impl ClientSession {
 impl Client {
     /// A client of the node at `addr`.
     pub fn new(addr: impl Into<String>) -> Self {
+        let addr = addr.into();
         Self {
             http: reqwest::Client::new(),
-            addr: addr.into(),
+            seeds: vec![addr.clone()],
+            addr,
             retry_for: RETRY_FOR,
             session: Arc::new(ClientSession::new()),
         }
+    }
+
+    /// A client of the cluster whose nodes include `addrs`: a request that
+    /// one cannot answer (it is down, or has no leader) is retried at the
+    /// next, in turn. `None` if `addrs` is empty.
+    pub fn of_cluster<S: Into<String>>(addrs: impl IntoIterator<Item = S>) -> Option<Self> {
+        let seeds: Vec<String> = addrs.into_iter().map(Into::into).collect();
+        let mut client = Self::new(seeds.first()?.clone());
+        client.seeds = seeds;
+        Some(client)
     }
 
     /// Retries for `period` at most (zero: never).
@@ -212,6 +228,7 @@ impl Client {
         request: &Req,
     ) -> Result<Resp, GaveUp> {
         let deadline = Instant::now() + self.retry_for;
+        let mut attempts = 0;
         let mut addr = self.addr.clone();
         let mut maybe_applied = false;
         loop {
@@ -232,8 +249,9 @@ impl Client {
                     maybe_applied,
                 });
             }
-            // The first node may know a newer leader by now.
-            addr.clone_from(&self.addr);
+            // The next seed: it may be up, or know a newer leader by now.
+            attempts += 1;
+            addr.clone_from(&self.seeds[attempts % self.seeds.len()]);
             tokio::time::sleep(RETRY_PAUSE).await;
         }
     }
@@ -581,6 +599,31 @@ mod tests {
             matches!(answer, Err(WriteError::NotApplied(_))),
             "{answer:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_moves_on_to_the_next_seed_when_one_cannot_be_reached() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let down = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let written = Written {
+            outcome: Outcome::Applied,
+            index: 7,
+        };
+        let (up, asked) = fake_node(api::WRITE, move |_| {
+            encode(&Ok::<_, ApiError>(written.clone())).unwrap()
+        })
+        .await;
+        let client = Client::of_cluster([down.clone(), up])
+            .unwrap()
+            .retry_for(Duration::from_secs(10));
+        let answer = client.put(b"k", b"v").await;
+        assert!(answer.is_ok(), "{answer:?}");
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+        // With the one seed that is down, it gives up.
+        let alone = Client::new(down).retry_for(RETRY_PAUSE * 2);
+        assert!(alone.put(b"k", b"v").await.is_err());
+        assert!(Client::of_cluster(Vec::<String>::new()).is_none());
     }
 
     #[test]

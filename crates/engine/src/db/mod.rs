@@ -13,6 +13,7 @@ mod snapshot;
 mod stats;
 mod txn;
 mod value;
+mod verify_open;
 mod wakeup;
 mod wal_replay;
 mod write;
