@@ -2,11 +2,11 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 use crate::bytes::Data;
 use crate::db::{Db, write_options};
 use crate::errors::to_py;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 /// Puts and deletes collected in memory and applied as one atomic write
 /// (one WAL record): all of them or none survive a crash. As a context

@@ -105,7 +105,10 @@ impl Client {
         limit: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let entries = py
-            .detach(|| self.runtime.block_on(self.client.find(index, &value, limit)))
+            .detach(|| {
+                self.runtime
+                    .block_on(self.client.find(index, &value, limit))
+            })
             .map_err(read_error)?;
         pairs(py, &entries)
     }
@@ -113,8 +116,11 @@ impl Client {
     /// Defines value index `name` over JSON field `pointer` (a JSON
     /// Pointer, such as `/color`) on every node.
     fn add_index(&self, py: Python<'_>, name: &str, pointer: &str) -> PyResult<()> {
-        py.detach(|| self.runtime.block_on(self.client.define_index(name, pointer)))
-            .map_err(write_error)
+        py.detach(|| {
+            self.runtime
+                .block_on(self.client.define_index(name, pointer))
+        })
+        .map_err(write_error)
     }
 }
 

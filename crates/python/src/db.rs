@@ -47,9 +47,7 @@ impl Db {
 
 /// `sync`: `None` for the database's default.
 pub fn write_options(sync: Option<bool>) -> WriteOptions {
-    let mut options = WriteOptions::default();
-    options.sync = sync;
-    options
+    WriteOptions { sync }
 }
 
 #[pymethods]
@@ -69,7 +67,10 @@ impl Db {
         table_target_bytes=None, block_bytes=None, max_open_files=None, sync_writes=None,
         compression=None, background_threads=None, compaction_threads=None,
     ))]
-    #[expect(clippy::too_many_arguments, reason = "Python's keyword options, one each")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "Python's keyword options, one each"
+    )]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -178,7 +179,11 @@ impl Db {
         get_or(py, &*db, &key, default)
     }
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let db = self.handle()?;
         get_item(py, &*db, key)
     }
@@ -190,7 +195,13 @@ impl Db {
 
     /// Stores `value` under `key`; `sync=True` fsyncs the WAL first.
     #[pyo3(signature = (key, value, *, sync=None))]
-    fn put(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>, sync: Option<bool>) -> PyResult<()> {
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: Data<'_>,
+        value: Data<'_>,
+        sync: Option<bool>,
+    ) -> PyResult<()> {
         let db = self.handle()?;
         py.detach(|| db.insert_with(&key, &value, write_options(sync)))
             .map_err(to_py)
@@ -216,10 +227,17 @@ impl Db {
 
     /// The values of `keys` (`None` where there is none), in their order,
     /// read together.
-    fn multi_get<'py>(&self, py: Python<'py>, keys: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn multi_get<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let db = self.handle()?;
         let objects: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
-        let keys: Vec<Data<'_>> = objects.iter().map(|o| o.extract()).collect::<PyResult<_>>()?;
+        let keys: Vec<Data<'_>> = objects
+            .iter()
+            .map(|o| o.extract())
+            .collect::<PyResult<_>>()?;
         let values = py.detach(|| db.multi_get(&keys)).map_err(to_py)?;
         PyList::new(
             py,

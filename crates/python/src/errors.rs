@@ -39,12 +39,7 @@ create_exception!(
     SiftError,
     "Another handle, in this process or another, has the database at `path` open."
 );
-create_exception!(
-    siftdb,
-    ClosedError,
-    SiftError,
-    "The database was closed."
-);
+create_exception!(siftdb, ClosedError, SiftError, "The database was closed.");
 create_exception!(
     siftdb,
     BackgroundError,
@@ -82,7 +77,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SiftError", py.get_type::<SiftError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
     m.add("SiftIOError", py.get_type::<SiftIOError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("BackgroundError", py.get_type::<BackgroundError>())?;
@@ -106,7 +104,12 @@ pub fn to_py(error: siftdb::Error) -> PyErr {
                 CorruptionError::new_err(message),
                 vec![
                     ("path", path_object(py, &path)),
-                    ("offset", offset.into_pyobject(py).map_or_else(|_| py.None(), |o| o.into_any().unbind())),
+                    (
+                        "offset",
+                        offset
+                            .into_pyobject(py)
+                            .map_or_else(|_| py.None(), |o| o.into_any().unbind()),
+                    ),
                 ],
             ),
             siftdb::Error::InvalidArgument(_) => (InvalidArgumentError::new_err(message), vec![]),

@@ -156,11 +156,9 @@ impl Entries {
         };
         let (key, value) = entry;
         Ok(Some(match self.yields {
-            Yields::Items => {
-                PyTuple::new(py, [to_bytes(py, &key), to_bytes(py, &value)])?
-                    .into_any()
-                    .unbind()
-            }
+            Yields::Items => PyTuple::new(py, [to_bytes(py, &key), to_bytes(py, &value)])?
+                .into_any()
+                .unbind(),
             Yields::Keys => to_bytes(py, &key).into_any().unbind(),
             Yields::Values => to_bytes(py, &value).into_any().unbind(),
         }))

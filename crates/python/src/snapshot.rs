@@ -40,7 +40,11 @@ impl Snapshot {
         get_or(py, &self.snapshot, &key, default)
     }
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         get_item(py, &self.snapshot, key)
     }
 

@@ -65,7 +65,11 @@ impl Transaction {
         })
     }
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let bytes: Data<'_> = key.extract()?;
         match self.with(py, |txn| txn.get(&bytes))? {
             Some(value) => Ok(to_bytes(py, &value).into_any()),
@@ -107,10 +111,15 @@ impl Transaction {
         prefix: Option<Data<'_>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let bounds = span(start, stop, prefix, false).bounds();
-        let entries = self.with(py, |txn| txn.range(bounds)?.collect::<siftdb::Result<Vec<_>>>())?;
+        let entries = self.with(py, |txn| {
+            txn.range(bounds)?.collect::<siftdb::Result<Vec<_>>>()
+        })?;
         let list = PyList::empty(py);
         for (key, value) in entries {
-            list.append(PyTuple::new(py, [to_bytes(py, &key), to_bytes(py, &value)])?)?;
+            list.append(PyTuple::new(
+                py,
+                [to_bytes(py, &key), to_bytes(py, &value)],
+            )?)?;
         }
         Ok(list)
     }

@@ -10,7 +10,7 @@ Keys and values are ``bytes`` (``str`` is accepted and stored as UTF-8)::
         for key, value in db.find("color", "red", limit=10):
             print(key, value)
 
-See the README's Python section and ``docs/python.md``.
+See the README's Python section, and docs/architecture.md for how it is built.
 """
 
 import random
