@@ -345,7 +345,7 @@ impl Db {
     ) -> PyResult<()> {
         let extractor = match (field, column) {
             (Some(_), Some(_)) => return Err(invalid("give field or column, not both")),
-            (Some(field), None) => Extractor::json_field(json_pointer(field)),
+            (Some(field), None) => Extractor::json_field(Extractor::pointer_of(field)),
             (None, Some(column)) => {
                 let &[separator] = separator.as_bytes() else {
                     return Err(invalid(format!(
@@ -482,15 +482,5 @@ pub fn get_item<'py>(
     match py.detach(|| reader.get(&bytes)).map_err(to_py)? {
         Some(value) => Ok(to_bytes(py, &value).into_any()),
         None => Err(PyKeyError::new_err(key.clone().unbind())),
-    }
-}
-
-/// A JSON Pointer for `field`: itself if it is one, else the pointer to
-/// the top-level field of that name.
-fn json_pointer(field: &str) -> String {
-    if field.starts_with('/') {
-        field.to_owned()
-    } else {
-        format!("/{}", field.replace('~', "~0").replace('/', "~1"))
     }
 }

@@ -210,11 +210,7 @@ fn scalar_text(value: &Value) -> Option<String> {
 /// A column name as a JSON Pointer: as given if it starts with `/`, else
 /// the top-level field of that name (`~` and `/` escaped as RFC 6901 says).
 pub fn pointer(column: &str) -> String {
-    if column.starts_with('/') {
-        column.to_owned()
-    } else {
-        format!("/{}", column.replace('~', "~0").replace('/', "~1"))
-    }
+    Extractor::pointer_of(column)
 }
 
 /// The `--index NAME=COL` definitions.

@@ -59,6 +59,18 @@ impl Extractor {
         Self::JsonField(pointer.into())
     }
 
+    /// The JSON Pointer of `field`: itself if it is one (it starts with
+    /// `/`), else the pointer to the top-level field of that name, with `~`
+    /// and `/` escaped.
+    #[must_use]
+    pub fn pointer_of(field: &str) -> String {
+        if field.starts_with('/') {
+            field.to_owned()
+        } else {
+            format!("/{}", field.replace('~', "~0").replace('/', "~1"))
+        }
+    }
+
     /// [`Extractor::Delimited`].
     #[must_use]
     pub fn delimited(column: usize, separator: u8) -> Self {
