@@ -37,11 +37,28 @@ pub struct Db {
 }
 
 impl Db {
-    /// The open engine handle, or `ClosedError`.
-    pub fn handle(&self) -> PyResult<Arc<siftdb::Db>> {
-        self.handle
-            .load_full()
-            .ok_or_else(|| ClosedError::new_err("the database is closed"))
+    /// The open engine handle, or `ClosedError`. A call holds it until it
+    /// returns (a `close()` meanwhile ends the database after it).
+    pub fn handle(&self) -> PyResult<Open> {
+        let guard = self.handle.load();
+        if guard.is_none() {
+            return Err(ClosedError::new_err("the database is closed"));
+        }
+        Ok(Open(guard))
+    }
+}
+
+/// An open handle, borrowed for one call without touching the `Arc`'s
+/// count (which every thread's calls would contend on).
+pub struct Open(arc_swap::Guard<Option<Arc<siftdb::Db>>>);
+
+impl std::ops::Deref for Open {
+    type Target = siftdb::Db;
+
+    fn deref(&self) -> &siftdb::Db {
+        self.0
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("`Db::handle` makes an `Open` only of a database"))
     }
 }
 
