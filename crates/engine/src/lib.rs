@@ -47,6 +47,7 @@ mod manifest;
 mod memtable;
 mod options;
 mod prefix;
+mod read_tier;
 mod rng;
 mod sstable;
 /// Optimistic serializable transactions whose read and write sets are
@@ -87,6 +88,7 @@ pub use filter_policy::{BitsPerKey, FilterPolicy, RangeFilterPolicy};
 pub use key::SeqNo;
 pub use options::{CompactionStyle, Compression, PerLevel, PersistMode, WalRecovery, WriteOptions};
 pub use prefix::{CustomPrefix, PrefixExtractor};
+pub use read_tier::InMemory;
 pub use sift_filter::BloomShape;
 pub use sift_value_index::Method;
 pub use sstable::{TableFile, TableSummary, ValueFilterSummary};

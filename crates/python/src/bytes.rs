@@ -51,3 +51,16 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Data<'a> {
 pub fn to_bytes<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, data)
 }
+
+/// A found value as Python `bytes`, or `default` if there is none: what a
+/// `get(key, default)` returns.
+pub fn bytes_or<'py>(
+    py: Python<'py>,
+    value: Option<Vec<u8>>,
+    default: Option<Bound<'py, PyAny>>,
+) -> Option<Bound<'py, PyAny>> {
+    match value {
+        Some(value) => Some(to_bytes(py, &value).into_any()),
+        None => default,
+    }
+}

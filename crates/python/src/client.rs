@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use sift_raft::api::KeyValue;
 
-use crate::bytes::{Data, to_bytes};
+use crate::bytes::{Data, bytes_or, to_bytes};
 use crate::errors::{SiftError, read_error, write_error};
 
 /// A client of a Sift cluster (`sift serve` nodes), given the address
@@ -68,10 +68,7 @@ impl Client {
         let value = py
             .detach(|| self.runtime.block_on(self.client.get(&key)))
             .map_err(read_error)?;
-        Ok(match value {
-            Some(value) => Some(to_bytes(py, &value).into_any()),
-            None => default,
-        })
+        Ok(bytes_or(py, value, default))
     }
 
     /// Up to `limit` `(key, value)` pairs from `start` to `stop`

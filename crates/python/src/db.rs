@@ -8,10 +8,10 @@ use arc_swap::ArcSwapOption;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use siftdb::{Compression, Extractor, IndexDef, WriteOptions};
+use siftdb::{Compression, Extractor, InMemory, IndexDef, WriteOptions};
 
 use crate::batch::WriteBatch;
-use crate::bytes::{Data, to_bytes};
+use crate::bytes::{Data, bytes_or, to_bytes};
 use crate::errors::{ClosedError, invalid, to_py};
 use crate::iter::{Entries, Yields};
 use crate::read::{Reader, Span, find};
@@ -470,6 +470,17 @@ pub fn span(
     }
 }
 
+/// The value of `key` through `reader`: from memory with the GIL held
+/// where it can be (a missing key the filters rule out, a cached block),
+/// else read with the GIL released. Releasing and retaking the GIL costs
+/// more than such an answer from memory.
+fn read_value(py: Python<'_>, reader: &dyn Reader, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+    match reader.get_in_memory(key).map_err(to_py)? {
+        InMemory::Answer(value) => Ok(value),
+        InMemory::NeedsRead => py.detach(|| reader.get(key)).map_err(to_py),
+    }
+}
+
 /// `get(key, default)` through `reader`.
 pub fn get_or<'py>(
     py: Python<'py>,
@@ -477,16 +488,12 @@ pub fn get_or<'py>(
     key: &[u8],
     default: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let value = py.detach(|| reader.get(key)).map_err(to_py)?;
-    Ok(match value {
-        Some(value) => Some(to_bytes(py, &value).into_any()),
-        None => default,
-    })
+    Ok(bytes_or(py, read_value(py, reader, key)?, default))
 }
 
 /// `key in reader`.
 pub fn contains(py: Python<'_>, reader: &dyn Reader, key: &[u8]) -> PyResult<bool> {
-    py.detach(|| reader.contains_key(key)).map_err(to_py)
+    Ok(read_value(py, reader, key)?.is_some())
 }
 
 /// `reader[key]`: the value, or `KeyError(key)`.
@@ -496,7 +503,7 @@ pub fn get_item<'py>(
     key: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes: Data<'_> = key.extract()?;
-    match py.detach(|| reader.get(&bytes)).map_err(to_py)? {
+    match read_value(py, reader, &bytes)? {
         Some(value) => Ok(to_bytes(py, &value).into_any()),
         None => Err(PyKeyError::new_err(key.clone().unbind())),
     }

@@ -5,7 +5,7 @@
 use std::ops::Bound;
 
 use pyo3::prelude::*;
-use siftdb::{DbIter, Find, Method};
+use siftdb::{DbIter, Find, InMemory, Method};
 
 use crate::errors::{invalid, to_py};
 use crate::iter::{Entries, Yields};
@@ -13,7 +13,7 @@ use crate::iter::{Entries, Yields};
 /// The reads a database handle and a snapshot share.
 pub trait Reader: Send + Sync {
     fn get(&self, key: &[u8]) -> siftdb::Result<Option<Vec<u8>>>;
-    fn contains_key(&self, key: &[u8]) -> siftdb::Result<bool>;
+    fn get_in_memory(&self, key: &[u8]) -> siftdb::Result<InMemory<Option<Vec<u8>>>>;
     fn range(&self, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> DbIter;
     fn prefix(&self, prefix: &[u8]) -> DbIter;
     fn find(&self, index: &str, value: &[u8], method: Option<Method>) -> siftdb::Result<Find>;
@@ -23,8 +23,8 @@ impl Reader for siftdb::Db {
     fn get(&self, key: &[u8]) -> siftdb::Result<Option<Vec<u8>>> {
         siftdb::Db::get(self, key)
     }
-    fn contains_key(&self, key: &[u8]) -> siftdb::Result<bool> {
-        siftdb::Db::contains_key(self, key)
+    fn get_in_memory(&self, key: &[u8]) -> siftdb::Result<InMemory<Option<Vec<u8>>>> {
+        siftdb::Db::get_in_memory(self, key)
     }
     fn range(&self, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> DbIter {
         siftdb::Db::range(self, bounds)
@@ -44,8 +44,8 @@ impl Reader for siftdb::Snapshot {
     fn get(&self, key: &[u8]) -> siftdb::Result<Option<Vec<u8>>> {
         siftdb::Snapshot::get(self, key)
     }
-    fn contains_key(&self, key: &[u8]) -> siftdb::Result<bool> {
-        siftdb::Snapshot::contains_key(self, key)
+    fn get_in_memory(&self, key: &[u8]) -> siftdb::Result<InMemory<Option<Vec<u8>>>> {
+        siftdb::Snapshot::get_in_memory(self, key)
     }
     fn range(&self, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> DbIter {
         siftdb::Snapshot::range(self, bounds)

@@ -6,7 +6,7 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::bytes::{Data, to_bytes};
+use crate::bytes::{Data, bytes_or, to_bytes};
 use crate::db::span;
 use crate::errors::{invalid, to_py};
 
@@ -59,10 +59,8 @@ impl Transaction {
         key: Data<'_>,
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(match self.with(py, |txn| txn.get(&key))? {
-            Some(value) => Some(to_bytes(py, &value).into_any()),
-            None => default,
-        })
+        let value = self.with(py, |txn| txn.get(&key))?;
+        Ok(bytes_or(py, value, default))
     }
 
     fn __getitem__<'py>(

@@ -47,6 +47,7 @@ use crate::log::LogWriter;
 use crate::manifest::VersionEdit;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
+use crate::read_tier::InMemory;
 use crate::value_def::IndexRecord;
 use crate::version::SharedTables;
 use crate::version::{LiveTable, Version, VersionSet};
@@ -302,6 +303,21 @@ impl Db {
     /// [`Error::InvalidArgument`] for a key longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.inner.get_latest(key.as_ref())
+    }
+
+    /// [`Db::get`] without blocking on the disk, as RocksDB's read tier
+    /// `kBlockCacheTier`: the answer from memtables, resident table
+    /// metadata and the block cache, or [`InMemory::NeedsRead`] where it
+    /// would need a file read. A missing key whose filters are resident
+    /// and a key whose block is cached are answered; so is every key in a
+    /// memtable. For a caller that must not wait while it holds something
+    /// (the Python package tries this while holding the interpreter lock,
+    /// and releases the lock only for the reads it needs).
+    ///
+    /// # Errors
+    /// As [`Db::get`], for what it read in memory.
+    pub fn get_in_memory(&self, key: impl AsRef<[u8]>) -> Result<InMemory<Option<Vec<u8>>>> {
+        InMemory::of(self.inner.get_in_memory(key.as_ref(), None))
     }
 
     /// The values of `keys`, in order, as of one moment: each is what

@@ -10,6 +10,7 @@ use crate::batch::MAX_KEY_LEN;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, VisibleIter};
 use crate::key::{SeqNo, ValueKind};
+use crate::read_tier::{Files, MemoryOnly, ReadTier, TierError};
 use crate::sstable::{ScanProbe, SharedBounds, Table};
 use crate::version::TableRef;
 
@@ -96,7 +97,7 @@ impl Inner {
     /// The key is hashed once, here; the same [`KeyHash`] is handed to the
     /// filter of every table the lookup meets.
     pub(super) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
-        self.get_with(key, None, Some(seq))
+        self.get_with(Files, key, None, Some(seq))
     }
 
     /// [`Inner::get_at`] for a caller that already hashed `key` (a
@@ -107,7 +108,7 @@ impl Inner {
         hash: KeyHash,
         seq: SeqNo,
     ) -> Result<Option<Vec<u8>>> {
-        self.get_with(key, Some(hash), Some(seq))
+        self.get_with(Files, key, Some(hash), Some(seq))
     }
 
     /// The newest value of `key`. The version is pinned before the
@@ -115,30 +116,44 @@ impl Inner {
     /// keeps, in the pinned version, every version a later sequence number
     /// sees (reading the number first could lose the one it must see).
     pub(super) fn get_latest(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_with(key, None, None)
+        self.get_with(Files, key, None, None)
+    }
+
+    /// [`Inner::get_at`] (or with no `seq`, [`Inner::get_latest`]) from
+    /// memtables, resident metadata and the block cache only:
+    /// [`TierError::NotInMemory`] where it would read a file. Its probes
+    /// are counted, but as a get only once it answers.
+    pub(super) fn get_in_memory(
+        &self,
+        key: &[u8],
+        seq: Option<SeqNo>,
+    ) -> std::result::Result<Option<Vec<u8>>, TierError> {
+        self.get_with(MemoryOnly, key, None, seq)
     }
 
     /// A memtable hit needs no hash, so it is computed (unless given) only
     /// when the lookup reaches the tables. Reads as of `seq`, or of the
-    /// newest write once the version is pinned.
-    fn get_with(
+    /// newest write once the version is pinned, within `tier`.
+    fn get_with<T: ReadTier>(
         &self,
+        tier: T,
         key: &[u8],
         hash: Option<KeyHash>,
         seq: Option<SeqNo>,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> std::result::Result<Option<Vec<u8>>, T::Error> {
         if key.len() > MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes is over the limit of {MAX_KEY_LEN}",
                 key.len()
-            )));
+            ))
+            .into());
         }
         let current = self.pin();
         let seq = seq.unwrap_or_else(|| self.visible_seq());
         let found = self.counters.with(|counters| {
-            counters.gets.add(1);
             for memtable in std::iter::once(&current.active).chain(&current.immutables) {
                 if let Some(value) = memtable.lookup(key, seq) {
+                    counters.gets.add(1);
                     counters.memtable_hits.add(1);
                     return Ok(value.map(|value| (ValueKind::Value, value)));
                 }
@@ -150,6 +165,7 @@ impl Inner {
             // Scratch for the keys the block seeks decode, shared by the tables.
             let mut scratch = Vec::new();
             let found = Self::get_from_tables(
+                tier,
                 &current,
                 PointLookup { key, hash, seq },
                 AllTables,
@@ -158,6 +174,7 @@ impl Inner {
                 &mut scratch,
             );
             counters.data_blocks_read.add(blocks_read);
+            counters.gets.add(u64::from(found.is_ok()));
             found
         })?;
         Ok(found.and_then(|(kind, value)| (kind == ValueKind::Value).then_some(value)))
@@ -252,8 +269,14 @@ impl Inner {
                         (last, last_table) = (None, Some(*id));
                     }
                     let i = pending[p].0;
-                    let hit =
-                        table.lookup_reusing(keys[i], seq, &mut last, blocks_read, &mut scratch)?;
+                    let hit = table.lookup_reusing(
+                        Files,
+                        keys[i],
+                        seq,
+                        &mut last,
+                        blocks_read,
+                        &mut scratch,
+                    )?;
                     match hit {
                         Some(hit) => {
                             found[i] = Some(hit);
@@ -274,18 +297,19 @@ impl Inner {
     }
 
     /// The newest version of `key` visible at `seq` in the tables of
-    /// `current` that `scope` names, newest run first, with the found
-    /// entry's internal key left in `scratch`. A get and the validation of
-    /// a search by value both go through here, so their key filter probes
-    /// are counted alike in `counters`.
-    pub(super) fn get_from_tables(
+    /// `current` that `scope` names, newest run first, read within `tier`,
+    /// with the found entry's internal key left in `scratch`. A get and the
+    /// validation of a search by value both go through here, so their key
+    /// filter probes are counted alike in `counters`.
+    pub(super) fn get_from_tables<T: ReadTier>(
+        tier: T,
         current: &SuperVersion,
         lookup: PointLookup<'_>,
         scope: impl TableScope,
         counters: &Shard,
         blocks_read: &mut u64,
         scratch: &mut Vec<u8>,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    ) -> std::result::Result<Option<(ValueKind, Vec<u8>)>, T::Error> {
         let PointLookup { key, hash, seq } = lookup;
         for (level, tables) in current.version.levels.iter().enumerate() {
             let counters = counters.level(level);
@@ -299,11 +323,11 @@ impl Inner {
                 if !scope.wants(table.meta.max_seq) {
                     continue;
                 }
-                let table = table.table()?;
+                let table = table.table_in(tier)?;
                 if !probe_filter(counters, &table, key, hash) {
                     continue;
                 }
-                match table.lookup(key, seq, blocks_read, scratch)? {
+                match table.lookup(tier, key, seq, blocks_read, scratch)? {
                     Some(found) => return Ok(Some(found)),
                     None => counters.false_positives.add(1),
                 }

@@ -8,6 +8,7 @@ use sift_value_index::Method;
 
 use crate::db::value::{Find, FindKeys};
 use crate::key::SeqNo;
+use crate::read_tier::InMemory;
 
 use super::read::{DbIter, owned_bounds};
 use super::{Inner, lock};
@@ -44,6 +45,15 @@ impl Snapshot {
     /// As [`Db::get`](crate::Db::get).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.inner.get_at(key.as_ref(), self.seq)
+    }
+
+    /// [`Snapshot::get`] without blocking on the disk: see
+    /// [`Db::get_in_memory`](crate::Db::get_in_memory).
+    ///
+    /// # Errors
+    /// As [`Db::get`](crate::Db::get), for what it read in memory.
+    pub fn get_in_memory(&self, key: impl AsRef<[u8]>) -> Result<InMemory<Option<Vec<u8>>>> {
+        InMemory::of(self.inner.get_in_memory(key.as_ref(), Some(self.seq)))
     }
 
     /// Whether `key` was present as of the snapshot.

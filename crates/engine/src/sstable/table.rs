@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::iter::UserBounds;
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, SeqNo, TRAILER_LEN, ValueKind};
+use crate::read_tier::{Files, ReadTier};
 
 /// Search keys up to this long are built on the stack, so that a lookup
 /// allocates nothing but the value it returns.
@@ -297,7 +298,7 @@ impl Table {
     ) -> Result<Option<Entry>> {
         let mut key = Vec::new();
         Ok(self
-            .lookup(user_key, seq, blocks_read, &mut key)?
+            .lookup(Files, user_key, seq, blocks_read, &mut key)?
             .map(|(kind, value)| {
                 let seq = ParsedKey::parse(&key).map_or(0, |p| p.seq);
                 key.truncate(user_key.len());
@@ -312,31 +313,34 @@ impl Table {
             }))
     }
 
-    /// [`Table::get`] without building the entry: the kind and value of
-    /// the version found. `key` is scratch space (its encoded internal key
-    /// is left there), reused across the tables of one lookup.
-    pub(crate) fn lookup(
+    /// [`Table::get`] without building the entry, reading within `tier`:
+    /// the kind and value of the version found. `key` is scratch space
+    /// (its encoded internal key is left there), reused across the tables
+    /// of one lookup.
+    pub(crate) fn lookup<T: ReadTier>(
         &self,
+        tier: T,
         user_key: &[u8],
         seq: SeqNo,
         blocks_read: &mut u64,
         key: &mut Vec<u8>,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-        self.lookup_reusing(user_key, seq, &mut None, blocks_read, key)
+    ) -> Result<Option<(ValueKind, Vec<u8>)>, T::Error> {
+        self.lookup_reusing(tier, user_key, seq, &mut None, blocks_read, key)
     }
 
     /// [`Table::lookup`] that reads no block twice in a row: `last` holds
     /// the block the previous lookup in this table read (if any), is used
     /// when `user_key` falls in the same block, and is left holding the
     /// block this lookup read. A batch of sorted keys reads each block once.
-    pub(crate) fn lookup_reusing(
+    pub(crate) fn lookup_reusing<T: ReadTier>(
         &self,
+        tier: T,
         user_key: &[u8],
         seq: SeqNo,
         last: &mut Option<(usize, Arc<Block>)>,
         blocks_read: &mut u64,
         key: &mut Vec<u8>,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    ) -> Result<Option<(ValueKind, Vec<u8>)>, T::Error> {
         let len = user_key.len() + TRAILER_LEN;
         let trailer = (seq.min(MAX_SEQNO) << 8 | ValueKind::MAX as u64).to_le_bytes();
         let mut stack = [0u8; STACK_KEY];
@@ -353,7 +357,7 @@ impl Table {
                 &heap
             }
         };
-        let index = self.index()?;
+        let index = self.index_in(tier)?;
         let at = index.find(search);
         if at >= index.len() {
             return Ok(None);
@@ -361,13 +365,14 @@ impl Table {
         let block = match last.take() {
             Some((cached, block)) if cached == at => block,
             _ => {
+                let block = self.data_block_in(tier, at)?;
                 *blocks_read += 1;
-                self.data_block(at)?
+                block
             }
         };
         let found = self.seek_in(&block, at, search, user_key, key);
         *last = Some((at, block));
-        found
+        Ok(found?)
     }
 
     /// The newest version of `user_key` in data block `at`, found by
@@ -424,9 +429,15 @@ impl Table {
     /// The index, read and checked now if this is its first use. An
     /// error is not kept: the next use tries again.
     pub(crate) fn index(&self) -> Result<&Index> {
+        self.index_in(Files)
+    }
+
+    /// [`Table::index`] within `tier`.
+    fn index_in<T: ReadTier>(&self, tier: T) -> Result<&Index, T::Error> {
         if let Some(index) = self.index.get() {
             return Ok(index);
         }
+        tier.may_read_file()?;
         let index = self.read_index()?;
         Ok(self.index.get_or_init(|| index))
     }
@@ -504,13 +515,19 @@ impl Table {
 
     /// Data block `at` of the index, from the cache or the file.
     pub(crate) fn data_block(&self, at: usize) -> Result<Arc<Block>> {
+        self.data_block_in(Files, at)
+    }
+
+    /// [`Table::data_block`] within `tier`.
+    fn data_block_in<T: ReadTier>(&self, tier: T, at: usize) -> Result<Arc<Block>, T::Error> {
         let handle = self
-            .index()?
+            .index_in(tier)?
             .handle(at)
             .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
         if let Some(block) = self.cache.get(self.id, handle.offset) {
             return Ok(block);
         }
+        tier.may_read_file()?;
         let block = Arc::new(self.read_data_block(at)?);
         self.cache
             .insert(self.id, handle.offset, Arc::clone(&block));

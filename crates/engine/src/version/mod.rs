@@ -22,6 +22,7 @@ use crate::fence::Fences;
 use crate::fs::FileSystem;
 use crate::key::{SeqNo, user_key_of};
 use crate::manifest::{TableMeta, VersionEdit};
+use crate::read_tier::{Files, ReadTier};
 use crate::sstable::{BlockCache, OpenFiles, Table};
 use residency::{ResidentGuard, Slot};
 
@@ -84,11 +85,17 @@ impl LiveTable {
     /// lookup or a scan, whose use counts toward keeping it resident.
     /// Damage found reading it names the file and offset.
     pub(crate) fn table(&self) -> Result<TableRef> {
+        self.table_in(Files)
+    }
+
+    /// [`LiveTable::table`] within `tier`: from a tier that keeps to
+    /// memory, only if the metadata is resident or cached.
+    pub(crate) fn table_in<T: ReadTier>(&self, tier: T) -> Result<TableRef, T::Error> {
         if let Some(guard) = self.shared.residency.resident_for_use(&self.slot) {
             return Ok(TableRef(Held::Resident(guard)));
         }
-        self.not_resident(true)
-            .map(|table| TableRef(Held::Read(table)))
+        let table = self.not_resident(true, tier)?;
+        Ok(TableRef(Held::Read(table)))
     }
 
     /// [`LiveTable::table`] as an `Arc`, for a reader that outlives the call.
@@ -96,7 +103,7 @@ impl LiveTable {
         let resident = self.shared.residency.resident_for_use(&self.slot);
         match resident.and_then(ResidentGuard::into_arc) {
             Some(table) => Ok(table),
-            None => self.not_resident(true),
+            None => self.not_resident(true, Files),
         }
     }
 
@@ -106,7 +113,7 @@ impl LiveTable {
     pub(crate) fn table_for_pass(&self) -> Result<Arc<Table>> {
         match self.shared.residency.resident(&self.slot) {
             Some(table) => Ok(table),
-            None => self.not_resident(false),
+            None => self.not_resident(false, Files),
         }
     }
 
@@ -114,7 +121,7 @@ impl LiveTable {
     /// where a table the budget did not keep is cached (and promoted into
     /// the budget once it is hot enough), or read from the file. A use
     /// for a lookup (`for_use`) caches what the budget does not keep.
-    fn not_resident(&self, for_use: bool) -> Result<Arc<Table>> {
+    fn not_resident<T: ReadTier>(&self, for_use: bool, tier: T) -> Result<Arc<Table>, T::Error> {
         let (cache, residency) = (&self.shared.cache, &self.shared.residency);
         if let Some(table) = cache.table(self.meta.id) {
             residency.served_by_cache(&self.slot);
@@ -123,6 +130,7 @@ impl LiveTable {
             }
             return Ok(table);
         }
+        tier.may_read_file()?;
         let (table, kept) = residency.read(&self.slot, |slot| self.read(slot), for_use)?;
         if for_use && !kept {
             cache.insert_table(self.meta.id, Arc::clone(&table));

@@ -19,6 +19,7 @@ use crate::db::read::{NewerThan, PointLookup};
 use crate::db::{Inner, SuperVersion};
 use crate::error::Result;
 use crate::key::{ParsedKey, SeqNo};
+use crate::read_tier::Files;
 
 /// Whether a source newer than `hit`'s holds a version of its key visible
 /// at `seq`, counting its filter probes in `counters`. `scratch` is
@@ -63,7 +64,14 @@ pub(in crate::db) fn shadowed(
         seq: hit.seq,
     };
     let mut blocks_read = 0;
-    let found =
-        Inner::get_from_tables(current, lookup, scope, counters, &mut blocks_read, scratch)?;
+    let found = Inner::get_from_tables(
+        Files,
+        current,
+        lookup,
+        scope,
+        counters,
+        &mut blocks_read,
+        scratch,
+    )?;
     Ok(found.is_some() && ParsedKey::parse(scratch).is_some_and(|k| k.seq > hit.seq))
 }
