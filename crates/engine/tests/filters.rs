@@ -86,6 +86,39 @@ fn missing_keys_read_almost_no_blocks_and_hash_once() {
     );
 }
 
+/// Binary Fuse tables: every present key found, missing keys rejected at
+/// the fingerprint's FPR (`2^-8` at 12 bits per key, `2^-16` at 24), and
+/// only the bits the fingerprints need are spent.
+#[test]
+fn binary_fuse_tables_reject_missing_keys_at_their_fingerprints_fpr() {
+    for (bits_per_key, fpr) in [(12.0, 1.0 / 256.0), (24.0, 1.0 / 65_536.0)] {
+        let db = overlapping_tables(FilterPolicy::binary_fuse(bits_per_key));
+        let level = &db.stats().levels[0];
+        assert_eq!(level.filter_kind, "binary_fuse", "{level:?}");
+        // 2,000 keys a table take about 1.33 slots a key (math::binary_fuse_size_factor).
+        assert!(
+            level.filter_bits_per_key < bits_per_key - 0.5,
+            "{bits_per_key}: {level:?}"
+        );
+        for i in (0..TABLES * KEYS_PER_TABLE).step_by(97) {
+            assert!(db.contains_key((2 * i).to_be_bytes()).unwrap(), "key {i}");
+        }
+        let before = db.stats();
+        for i in 0..5_000u64 {
+            assert_eq!(db.get(missing(i)).unwrap(), None);
+        }
+        let after = db.stats();
+        let probes = (after.filter_probes - before.filter_probes) as f64;
+        let blocks = (after.data_blocks_read - before.data_blocks_read) as f64;
+        assert_eq!(probes, 5_000.0 * TABLES as f64);
+        let bound = probes * fpr + 5.0 * (probes * fpr * (1.0 - fpr)).sqrt() + 1.0;
+        assert!(
+            blocks < bound,
+            "{bits_per_key}: {blocks} blocks for {probes} probes"
+        );
+    }
+}
+
 #[test]
 fn without_filters_every_table_is_read() {
     let db = overlapping_tables(FilterPolicy::blocked_bloom(0.0));

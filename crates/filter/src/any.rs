@@ -3,14 +3,16 @@
 use crate::codec::{self, FilterKind};
 use crate::error::DecodeError;
 use crate::filter::Filter;
+use crate::fuse;
 use crate::hash::KeyHash;
 use crate::{
-    AtomicBloom, BlockedBloom, CountingBloom, CuckooFilter, PartitionedBloom, Ribbon,
-    ScalableBloom, StandardBloom,
+    AtomicBloom, BinaryFuse8, BinaryFuse16, BlockedBloom, CountingBloom, CuckooFilter,
+    PartitionedBloom, Ribbon, ScalableBloom, StandardBloom, Xor8, Xor16,
 };
 
 /// Any key filter kind, as read from an encoding whose header names the
-/// kind. A [`RangeFilter`](crate::RangeFilter) (kind 9) answers ranges of
+/// kind (and, for kinds 10 and 11, whose first body byte names the
+/// fingerprint width). A [`RangeFilter`](crate::RangeFilter) (kind 9) answers ranges of
 /// `u64` keys, not key hashes: it is not one of them, and decoding it here
 /// is [`DecodeError::NotAKeyFilter`].
 ///
@@ -36,6 +38,14 @@ pub enum AnyFilter {
     Partitioned(PartitionedBloom),
     /// Kind 8.
     Atomic(AtomicBloom),
+    /// Kind 10, 8-bit fingerprints.
+    Xor8(Xor8),
+    /// Kind 10, 16-bit fingerprints.
+    Xor16(Xor16),
+    /// Kind 11, 8-bit fingerprints.
+    BinaryFuse8(BinaryFuse8),
+    /// Kind 11, 16-bit fingerprints.
+    BinaryFuse16(BinaryFuse16),
 }
 
 impl AnyFilter {
@@ -51,6 +61,16 @@ impl AnyFilter {
             FilterKind::PartitionedBloom => Self::Partitioned(PartitionedBloom::decode(bytes)?),
             FilterKind::AtomicBloom => Self::Atomic(AtomicBloom::decode(bytes)?),
             kind @ FilterKind::RangeFilter => return Err(DecodeError::NotAKeyFilter(kind)),
+            FilterKind::Xor => match fuse::peek_width(bytes)? {
+                8 => Self::Xor8(Xor8::decode(bytes)?),
+                16 => Self::Xor16(Xor16::decode(bytes)?),
+                _ => return Err(DecodeError::Invalid("fingerprint width is not 8 or 16")),
+            },
+            FilterKind::BinaryFuse => match fuse::peek_width(bytes)? {
+                8 => Self::BinaryFuse8(BinaryFuse8::decode(bytes)?),
+                16 => Self::BinaryFuse16(BinaryFuse16::decode(bytes)?),
+                _ => return Err(DecodeError::Invalid("fingerprint width is not 8 or 16")),
+            },
         })
     }
 
@@ -66,6 +86,8 @@ impl AnyFilter {
             Self::Scalable(_) => FilterKind::ScalableBloom,
             Self::Partitioned(_) => FilterKind::PartitionedBloom,
             Self::Atomic(_) => FilterKind::AtomicBloom,
+            Self::Xor8(_) | Self::Xor16(_) => FilterKind::Xor,
+            Self::BinaryFuse8(_) | Self::BinaryFuse16(_) => FilterKind::BinaryFuse,
         }
     }
 
@@ -79,6 +101,10 @@ impl AnyFilter {
             Self::Scalable(f) => f,
             Self::Partitioned(f) => f,
             Self::Atomic(f) => f,
+            Self::Xor8(f) => f,
+            Self::Xor16(f) => f,
+            Self::BinaryFuse8(f) => f,
+            Self::BinaryFuse16(f) => f,
         }
     }
 }

@@ -24,7 +24,7 @@ use crate::hash::HashKind;
 pub const MAGIC: [u8; 4] = *b"SFLT";
 /// Envelope format version written by this build.
 pub const FORMAT_VERSION: u8 = 1;
-const HEADER_LEN: usize = 12;
+pub(crate) const HEADER_LEN: usize = 12;
 const TRAILER_LEN: usize = 8;
 
 /// Which filter an encoding holds. The discriminants are on disk: never
@@ -51,6 +51,10 @@ pub enum FilterKind {
     AtomicBloom = 8,
     /// [`crate::RangeFilter`]: answers ranges of `u64` keys, not key hashes.
     RangeFilter = 9,
+    /// [`crate::XorFilter`], 8- or 16-bit fingerprints (a body field).
+    Xor = 10,
+    /// [`crate::BinaryFuseFilter`], 8- or 16-bit fingerprints (a body field).
+    BinaryFuse = 11,
 }
 
 impl FilterKind {
@@ -66,6 +70,8 @@ impl FilterKind {
             7 => Self::PartitionedBloom,
             8 => Self::AtomicBloom,
             9 => Self::RangeFilter,
+            10 => Self::Xor,
+            11 => Self::BinaryFuse,
             other => return Err(DecodeError::UnknownKind(other)),
         })
     }

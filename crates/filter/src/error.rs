@@ -79,6 +79,17 @@ pub enum Error {
     /// was changed.
     #[error("filter is full: {0}")]
     Full(&'static str),
+    /// A static filter could not be built from its keys: construction
+    /// failed under each of the `seeds` seeds it may try. Nothing was
+    /// built; the caller still has the keys and can build another kind
+    /// from them (a Bloom filter never fails).
+    #[error("{kind:?} construction failed under all {seeds} seeds")]
+    ConstructionFailed {
+        /// The kind that could not be built.
+        kind: FilterKind,
+        /// Seeds tried.
+        seeds: u32,
+    },
     /// Two filters that must share a shape (size, probes, hash) do not.
     #[error("shape mismatch: {0}")]
     ShapeMismatch(String),

@@ -4,9 +4,9 @@ mod common;
 
 use common::*;
 use sift_filter::{
-    AnyFilter, AtomicBloom, BlockedBloom, BloomShape, CountingBloom, CuckooFilter, DecodeError,
-    Filter, FilterBuilder, FilterKind, PartitionedBloom, RibbonBuilder, ScalableBloom,
-    StandardBloom, StaticFilter,
+    AnyFilter, AtomicBloom, BinaryFuse8, BinaryFuse16, BlockedBloom, BloomShape, CountingBloom,
+    CuckooFilter, DecodeError, Filter, FilterBuilder, FilterKind, PartitionedBloom, RibbonBuilder,
+    ScalableBloom, StandardBloom, StaticFilter, Xor8, Xor16,
 };
 
 /// One filter of each kind holding `members`.
@@ -51,6 +51,22 @@ fn one_of_each(members: &[sift_filter::KeyHash]) -> Vec<(FilterKind, Box<dyn Fil
         (FilterKind::ScalableBloom, Box::new(scalable)),
         (FilterKind::PartitionedBloom, Box::new(partitioned)),
         (FilterKind::AtomicBloom, Box::new(atomic)),
+        (
+            FilterKind::Xor,
+            Box::new(Xor8::from_hashes(members).unwrap()),
+        ),
+        (
+            FilterKind::Xor,
+            Box::new(Xor16::from_hashes(members).unwrap()),
+        ),
+        (
+            FilterKind::BinaryFuse,
+            Box::new(BinaryFuse8::from_hashes(members).unwrap()),
+        ),
+        (
+            FilterKind::BinaryFuse,
+            Box::new(BinaryFuse16::from_hashes(members).unwrap()),
+        ),
     ]
 }
 

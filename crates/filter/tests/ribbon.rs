@@ -23,6 +23,7 @@ fn ribbon(f: StaticFilter) -> Ribbon {
     match f {
         StaticFilter::Ribbon(r) => r,
         StaticFilter::Bloom(b) => panic!("fell back to Bloom ({} bytes)", b.size_bytes()),
+        other => panic!("built {:?}", other.kind()),
     }
 }
 
@@ -325,6 +326,11 @@ fn decode_of_each_static_filter_variant() {
                     })
                 );
             }
+            other => assert_eq!(
+                other.kind(),
+                FilterKind::Ribbon,
+                "a Ribbon builder's output"
+            ),
         }
     }
     // Other kinds are refused by name.

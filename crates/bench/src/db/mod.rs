@@ -55,6 +55,7 @@ use crate::filters::keys;
 use engine::{Engine, Pass, Settings};
 use plan::{Plan, select};
 use report::{Row, Sample, Shape};
+use sift::Flavor;
 use stores::Store;
 use workload::{Keys, Workload};
 
@@ -88,8 +89,9 @@ pub struct Args {
     reps: u64,
 
     /// Engines to run (comma-separated): sift, sift-noscan (Sift without
-    /// its scan filters, to measure them), fjall, and rocksdb when built
-    /// with the `rocksdb` feature.
+    /// its scan filters, to measure them), sift-fuse (Sift with Binary
+    /// Fuse key filters in the same bits per key), fjall, and rocksdb when
+    /// built with the `rocksdb` feature.
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
 
@@ -435,6 +437,7 @@ fn read(
 const ENGINES: &[&str] = &[
     "sift",
     "sift-noscan",
+    "sift-fuse",
     "fjall",
     #[cfg(feature = "rocksdb")]
     "rocksdb",
@@ -475,8 +478,9 @@ fn open(
 ) -> anyhow::Result<Box<dyn Engine>> {
     check_engine(name)?;
     Ok(match name {
-        "sift" => Box::new(sift::Sift::open(dir, settings, store, true)?),
-        "sift-noscan" => Box::new(sift::Sift::open(dir, settings, store, false)?),
+        "sift" => Box::new(sift::Sift::open(dir, settings, store, Flavor::Bloom)?),
+        "sift-noscan" => Box::new(sift::Sift::open(dir, settings, store, Flavor::NoScan)?),
+        "sift-fuse" => Box::new(sift::Sift::open(dir, settings, store, Flavor::Fuse)?),
         "fjall" => Box::new(fjall::Fjall::open(dir, settings)?),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings, store, pass)?),

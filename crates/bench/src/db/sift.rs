@@ -20,22 +20,39 @@ use crate::filters::keys::Key;
 ///
 /// `sift-noscan` is the same store without scan filters (no range filters,
 /// no prefix extractor): Sift as it read scans before them, run side by
-/// side to measure what they gain and cost.
+/// side to measure what they gain and cost. `sift-fuse` is the same store
+/// with Binary Fuse key filters ([`FilterPolicy::binary_fuse`]) within
+/// the same bits per key.
 pub struct Sift {
     db: Db,
     scan_filters: bool,
 }
 
+/// Which of Sift's configurations runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `sift`: blocked Bloom key filters, scan filters on.
+    Bloom,
+    /// `sift-noscan`: blocked Bloom key filters, no scan filters.
+    NoScan,
+    /// `sift-fuse`: Binary Fuse key filters, scan filters on.
+    Fuse,
+}
+
 impl Sift {
-    /// Opens (creates) the database in `dir`, configured for `store`, with
-    /// or without scan filters.
+    /// Opens (creates) the database in `dir`, configured for `store`, as
+    /// `flavor` says.
     pub fn open(
         dir: &Path,
         settings: &Settings,
         store: Store,
-        scan_filters: bool,
+        flavor: Flavor,
     ) -> anyhow::Result<Self> {
-        let mut policy = FilterPolicy::blocked_bloom(settings.bits_per_key);
+        let scan_filters = flavor != Flavor::NoScan;
+        let mut policy = match flavor {
+            Flavor::Fuse => FilterPolicy::binary_fuse(settings.bits_per_key),
+            Flavor::Bloom | Flavor::NoScan => FilterPolicy::blocked_bloom(settings.bits_per_key),
+        };
         policy.range_filter = scan_filters.then(|| RangeFilterPolicy {
             bits_per_key: BitsPerKey::Monkey {
                 average: settings.range_bits_per_key,

@@ -1,6 +1,9 @@
 //! The policy on its own: level shapes in, filter choices out.
 
-use sift_filter::math::{FprCurve, blocked_bloom_fpr, monkey_bits_per_key, ribbon_fpr};
+use sift_filter::math::{
+    FprCurve, binary_fuse_bits_per_key, blocked_bloom_fpr, monkey_bits_per_key, ribbon_fpr,
+    xor_family_fpr,
+};
 
 use super::*;
 
@@ -52,6 +55,14 @@ fn true_fpr(kind: FilterKindChoice, entries: u64, bits_per_key: f64) -> f64 {
                 .fold(1.0, f64::min)
         }
         FilterKindChoice::Ribbon => ribbon_fpr(entries.min(1_000_000), bits_per_key),
+        // The widest fingerprint the bits pay for, else Ribbon.
+        FilterKindChoice::BinaryFuse => {
+            let n = entries.min(1_000_000);
+            [16, 8]
+                .into_iter()
+                .find(|&width| binary_fuse_bits_per_key(n, width) <= bits_per_key)
+                .map_or_else(|| ribbon_fpr(n, bits_per_key), xor_family_fpr)
+        }
     }
 }
 
@@ -90,6 +101,10 @@ fn monkey_spends_exactly_the_budget() {
                     ribbon_from_level: None,
                     ..monkey(average)
                 },
+                FilterPolicy {
+                    fuse_from_level: Some(2),
+                    ..monkey(average)
+                },
             ] {
                 let bits = bits(&plan(&policy, shape));
                 let budget = average * shape.iter().sum::<u64>() as f64;
@@ -109,6 +124,10 @@ fn deeper_larger_levels_get_fewer_bits() {
         monkey(10.0),
         FilterPolicy {
             ribbon_from_level: None,
+            ..monkey(10.0)
+        },
+        FilterPolicy {
+            fuse_from_level: Some(1),
             ..monkey(10.0)
         },
     ] {
@@ -348,4 +367,44 @@ fn a_shifted_choice_stays_within_one_bit_and_the_cap() {
     assert_eq!(choice.shifted(-20.0).bits_per_key, 1.0);
     assert_eq!(choice.shifted(40.0).bits_per_key, MAX_MONKEY_BITS_PER_KEY);
     assert_eq!(FilterChoice::NONE.shifted(3.0), FilterChoice::NONE);
+}
+
+#[test]
+fn fuse_levels_get_binary_fuse_sized_on_its_curve() {
+    let policy = FilterPolicy {
+        fuse_from_level: Some(1),
+        ..monkey(10.0)
+    };
+    let kinds: Vec<FilterKindChoice> = plan(&policy, &SHAPE).iter().map(|c| c.kind).collect();
+    assert_eq!(kinds[0], FilterKindChoice::BlockedBloom);
+    assert!(
+        kinds[1..]
+            .iter()
+            .all(|&k| k == FilterKindChoice::BinaryFuse),
+        "{kinds:?}"
+    );
+    // Fuse overrides Ribbon where both would apply.
+    let both = FilterPolicy {
+        ribbon_from_level: Some(1),
+        fuse_from_level: Some(2),
+        ..monkey(10.0)
+    };
+    let kinds: Vec<FilterKindChoice> = plan(&both, &SHAPE).iter().map(|c| c.kind).collect();
+    assert_eq!(kinds[1], FilterKindChoice::Ribbon);
+    assert_eq!(kinds[2], FilterKindChoice::BinaryFuse);
+    // Its curve falls faster than blocked Bloom's: Monkey moves bits off
+    // the fuse levels onto the Bloom level, against an all-Bloom policy.
+    let bloom = FilterPolicy {
+        ribbon_from_level: None,
+        ..monkey(10.0)
+    };
+    let (fuse_bits, bloom_bits) = (bits(&plan(&policy, &SHAPE)), bits(&plan(&bloom, &SHAPE)));
+    assert!(fuse_bits[0] > bloom_bits[0], "{fuse_bits:?} {bloom_bits:?}");
+    // The fixed policy: fuse everywhere.
+    let fixed = FilterPolicy::binary_fuse(10.0);
+    assert!(
+        plan(&fixed, &SHAPE)
+            .iter()
+            .all(|c| c.kind == FilterKindChoice::BinaryFuse)
+    );
 }

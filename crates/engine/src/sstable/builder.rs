@@ -207,14 +207,8 @@ impl TableBuilder {
             &mut self.filter,
             KeyFilterBuilder::new(self.options.filter, 1),
         );
-        let kind_of = |filters: &[&BuiltFilter]| {
-            let ribbons = filters.iter().filter(|f| f.ribbon).count();
-            match ribbons {
-                0 => BuiltFilterKind::BlockedBloom,
-                n if n == filters.len() => BuiltFilterKind::Ribbon,
-                _ => BuiltFilterKind::Mixed,
-            }
-        };
+        let kind_of =
+            |filters: &[&BuiltFilter]| BuiltFilterKind::of(filters.iter().map(|f| f.kind));
         Ok(match filter.finish(&last_user_key) {
             FilterOutput::None => (
                 FilterLayout::None,

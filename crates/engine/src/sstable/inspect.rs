@@ -45,8 +45,9 @@ pub struct TableSummary {
     pub min_seq: SeqNo,
     /// Largest sequence number.
     pub max_seq: SeqNo,
-    /// Key filter kind: `none`, `blocked_bloom`, `ribbon`, or
-    /// `ribbon+blocked_bloom` (Ribbon partitions with Bloom fallbacks).
+    /// Key filter kind: `none`, `blocked_bloom`, `ribbon`, `binary_fuse`,
+    /// or `mixed` (filters of more than one kind: Ribbon or Binary Fuse
+    /// partitions with blocked Bloom fallbacks, say).
     pub filter_kind: String,
     /// Filter partitions (0: none or one whole-table filter).
     pub filter_partitions: u64,

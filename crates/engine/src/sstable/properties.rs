@@ -9,13 +9,15 @@ use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::Corrupt;
 use crate::key::{MAX_SEQNO, ParsedKey, SeqNo};
 use crate::options::Compression;
+use sift_filter::FilterKind;
 
 /// Longest smallest/largest key accepted: the engine's key limit (64 KiB)
 /// plus the trailer, with room to spare.
 const MAX_KEY: usize = 1 << 20;
 
 /// Which filter a table was built with (its filters' actual kinds: a
-/// Ribbon table may hold blocked Bloom fallbacks).
+/// Ribbon or Binary Fuse table may hold blocked Bloom fallbacks, and a
+/// Binary Fuse one Ribbon filters for partitions too small for it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum BuiltFilterKind {
@@ -25,8 +27,10 @@ pub(crate) enum BuiltFilterKind {
     BlockedBloom = 1,
     /// Every filter is Ribbon.
     Ribbon = 2,
-    /// Ribbon partitions and blocked Bloom fallbacks.
+    /// Filters of more than one kind.
     Mixed = 3,
+    /// Every filter is Binary Fuse (8- or 16-bit fingerprints).
+    BinaryFuse = 4,
 }
 
 impl BuiltFilterKind {
@@ -37,7 +41,26 @@ impl BuiltFilterKind {
             1 => Some(Self::BlockedBloom),
             2 => Some(Self::Ribbon),
             3 => Some(Self::Mixed),
+            4 => Some(Self::BinaryFuse),
             _ => None,
+        }
+    }
+
+    /// The kind of a table whose filters are of `kinds` (none: no filter).
+    pub(crate) fn of(mut kinds: impl Iterator<Item = FilterKind>) -> Self {
+        let one = |kind| match kind {
+            FilterKind::BlockedBloom => Self::BlockedBloom,
+            FilterKind::Ribbon => Self::Ribbon,
+            FilterKind::BinaryFuse => Self::BinaryFuse,
+            _ => Self::Mixed,
+        };
+        let Some(first) = kinds.next() else {
+            return Self::None;
+        };
+        if kinds.all(|kind| kind == first) {
+            one(first)
+        } else {
+            Self::Mixed
         }
     }
 
@@ -47,7 +70,8 @@ impl BuiltFilterKind {
             Self::None => "none",
             Self::BlockedBloom => "blocked_bloom",
             Self::Ribbon => "ribbon",
-            Self::Mixed => "ribbon+blocked_bloom",
+            Self::Mixed => "mixed",
+            Self::BinaryFuse => "binary_fuse",
         }
     }
 }

@@ -171,7 +171,7 @@ impl BlockedBloom {
 
     /// [`from_hashes`](Self::from_hashes) after validation; a size past
     /// `MAX_BLOCKS` is capped there.
-    pub(super) fn build(hashes: &[KeyHash], bits_per_key: f64) -> Self {
+    pub(crate) fn build(hashes: &[KeyHash], bits_per_key: f64) -> Self {
         let mut filter = Self::sized(hashes.len() as u64, bits_per_key);
         for &hash in hashes {
             filter.insert(hash);

@@ -29,6 +29,12 @@
 //! non-member matches them with probability `2^{-b/(1+ε)}`: [`ribbon_fpr`]
 //! gives the exact figure for the layout the builder plans.
 //!
+//! An XOR filter or binary fuse filter of `s`-bit fingerprints passes a
+//! non-member with probability `2^-s` ([`xor_family_fpr`]) at a size set
+//! by peeling: [`xor_array_length`] (`1.23·n + 32` slots),
+//! [`binary_fuse_array_length`] (about `1.125·n` from a million keys on,
+//! in segments of [`binary_fuse_segment_length`]).
+//!
 //! A range filter of `B` bits/key (Grafite) answers an empty range of `ℓ`
 //! keys falsely with probability at most `ℓ / 2^{B-2}`, for any keys:
 //! [`range_filter_fpr`], inverted by [`range_filter_bits_per_key`]; its
@@ -38,9 +44,15 @@
 //! budget where it removes the most expected reads (Monkey, SIGMOD 2017),
 //! with each level's own [`FprCurve`].
 
+mod fuse;
 mod monkey;
 mod range;
 
+pub use fuse::{
+    BINARY_FUSE_MAX_LOG2_SEGMENT_LENGTH, binary_fuse_array_length, binary_fuse_bits_per_key,
+    binary_fuse_segment_count, binary_fuse_segment_length, binary_fuse_size_factor,
+    xor_array_length, xor_bits_per_key, xor_block_length, xor_family_fpr,
+};
 pub use monkey::{FprCurve, monkey_bits_per_key};
 pub use range::{
     RANGE_FILTER_MAX_HASH_SPACE, range_filter_bits_per_key, range_filter_fpr,

@@ -110,6 +110,26 @@ impl FprCurve {
         }
     }
 
+    /// A binary fuse filter ([`BinaryFuseFilter`](crate::BinaryFuseFilter))
+    /// of about `keys_per_filter` keys, as if its fingerprints could have
+    /// any width: `s` bits per fingerprint cost `s · f` bits per key, `f`
+    /// the slots per key ([`binary_fuse_size_factor`]: 1.125 from a
+    /// million keys, 1.235 at 16,384), and pass a non-member with
+    /// probability `2^-s`, so `p = e^{-b ln 2 / f}`. Fingerprints are 8 or
+    /// 16 bits wide: a table given `b` bits per key takes the widest that
+    /// `b` pays for and leaves the rest unspent, so its FPR steps (to
+    /// `2^-8` from about 9 bits per key, `2^-16` from about 18) and lies
+    /// at or above this curve between the steps.
+    ///
+    /// [`binary_fuse_size_factor`]: super::binary_fuse_size_factor
+    #[must_use]
+    pub fn binary_fuse(keys_per_filter: u64) -> Self {
+        Self {
+            scale: 1.0,
+            decay: LN_2 / super::binary_fuse_size_factor(keys_per_filter),
+        }
+    }
+
     /// A range filter ([`RangeFilter`](crate::RangeFilter)) asked about
     /// empty ranges of `range_len` keys (0 counts as 1): its bound
     /// `ℓ / 2^{b-2}` ([`range_filter_fpr`]) is `4ℓ · e^{-b ln 2}`, exactly,

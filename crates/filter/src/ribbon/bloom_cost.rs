@@ -40,7 +40,7 @@ pub(super) fn fpr(n: u64, blocks: u64) -> f64 {
 /// Bits/key at which the fallback reaches `target` (in `(0, 1)`), to within
 /// 0.1%; at least the standard-Bloom optimum `log2(1/p) / ln 2`, which
 /// blocking can only raise.
-pub(super) fn bits_per_key_for(target: f64) -> f64 {
+pub(crate) fn bits_per_key_for(target: f64) -> f64 {
     let ideal = -target.log2() / std::f64::consts::LN_2;
     let at = |bits: f64| best_fpr(BLOCK_BITS / bits);
     let (mut lo, mut hi) = (ideal, 2.0 * ideal + 8.0);

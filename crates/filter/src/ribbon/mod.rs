@@ -47,6 +47,7 @@ mod static_filter;
 pub use builder::RibbonBuilder;
 pub use static_filter::StaticFilter;
 
+pub(crate) use bloom_cost::bits_per_key_for as bloom_bits_per_key_for;
 pub(crate) use build::planned_fpr;
 pub(crate) use config::slots_per_key;
 

@@ -1,32 +1,43 @@
-//! [`StaticFilter`]: the static key filter of a table, either kind.
+//! [`StaticFilter`]: the static key filter of a table, whichever kind.
 
 use super::Ribbon;
-use crate::BlockedBloom;
 use crate::codec::{self, FilterKind};
 use crate::error::DecodeError;
 use crate::filter::Filter;
+use crate::fuse::peek_width;
 use crate::hash::KeyHash;
+use crate::{BinaryFuse8, BinaryFuse16, BlockedBloom};
 
-/// A static key filter: Ribbon when it is built and smaller, else the
-/// blocked Bloom fallback (see [`RibbonBuilder`](super::RibbonBuilder)).
-/// Either way no false negatives; every [`Filter`] method delegates to the
-/// filter held, and [`encode`](Filter::encode) writes that filter's own
-/// encoding.
+/// A static key filter, as a table holds it: Ribbon (when it is built and
+/// smaller, see [`RibbonBuilder`](super::RibbonBuilder)), Binary Fuse, or
+/// blocked Bloom (by choice, or as either one's fallback). Either way no
+/// false negatives; every [`Filter`] method delegates to the filter held,
+/// and [`encode`](Filter::encode) writes that filter's own encoding.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StaticFilter {
     /// A Ribbon filter.
     Ribbon(Ribbon),
-    /// The blocked Bloom fallback.
+    /// A blocked Bloom filter.
     Bloom(BlockedBloom),
+    /// A Binary Fuse filter of 8-bit fingerprints.
+    BinaryFuse8(BinaryFuse8),
+    /// A Binary Fuse filter of 16-bit fingerprints.
+    BinaryFuse16(BinaryFuse16),
 }
 
 impl StaticFilter {
-    /// Decodes a Ribbon or a blocked Bloom encoding, as its header says;
-    /// `WrongKind` for any other kind.
+    /// Decodes a Ribbon, blocked Bloom or Binary Fuse encoding, as its
+    /// header says; `WrongKind` for any other kind.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         match codec::peek_kind(bytes)? {
             FilterKind::Ribbon => Ribbon::decode(bytes).map(Self::Ribbon),
             FilterKind::BlockedBloom => BlockedBloom::decode(bytes).map(Self::Bloom),
+            FilterKind::BinaryFuse => match peek_width(bytes)? {
+                8 => BinaryFuse8::decode(bytes).map(Self::BinaryFuse8),
+                16 => BinaryFuse16::decode(bytes).map(Self::BinaryFuse16),
+                _ => Err(DecodeError::Invalid("fingerprint width is not 8 or 16")),
+            },
             found => Err(DecodeError::WrongKind {
                 expected: FilterKind::Ribbon,
                 found,
@@ -34,10 +45,22 @@ impl StaticFilter {
         }
     }
 
+    /// The kind held.
+    #[must_use]
+    pub fn kind(&self) -> FilterKind {
+        match self {
+            Self::Ribbon(_) => FilterKind::Ribbon,
+            Self::Bloom(_) => FilterKind::BlockedBloom,
+            Self::BinaryFuse8(_) | Self::BinaryFuse16(_) => FilterKind::BinaryFuse,
+        }
+    }
+
     fn inner(&self) -> &dyn Filter {
         match self {
             Self::Ribbon(f) => f,
             Self::Bloom(f) => f,
+            Self::BinaryFuse8(f) => f,
+            Self::BinaryFuse16(f) => f,
         }
     }
 }
@@ -48,6 +71,8 @@ impl Filter for StaticFilter {
         match self {
             Self::Ribbon(f) => f.may_contain(hash),
             Self::Bloom(f) => f.may_contain(hash),
+            Self::BinaryFuse8(f) => f.may_contain(hash),
+            Self::BinaryFuse16(f) => f.may_contain(hash),
         }
     }
 
@@ -56,6 +81,8 @@ impl Filter for StaticFilter {
         match self {
             Self::Ribbon(f) => f.prefetch(hash),
             Self::Bloom(f) => f.prefetch(hash),
+            Self::BinaryFuse8(f) => f.prefetch(hash),
+            Self::BinaryFuse16(f) => f.prefetch(hash),
         }
     }
 

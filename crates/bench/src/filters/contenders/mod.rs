@@ -18,6 +18,7 @@ mod sift_atomic;
 mod sift_blocked;
 mod sift_counting;
 mod sift_cuckoo;
+mod sift_fuse;
 mod sift_partitioned;
 mod sift_ribbon;
 mod sift_scalable;
@@ -93,10 +94,14 @@ pub fn all() -> Vec<Box<dyn Contender>> {
         Box::new(sift_atomic::SiftAtomic),
         Box::new(sift_cuckoo::SiftCuckoo),
         Box::new(sift_scalable::SiftScalable),
+        Box::new(sift_fuse::XOR8),
+        Box::new(sift_fuse::BINARY_FUSE8),
+        Box::new(sift_fuse::BINARY_FUSE16),
         Box::new(fastbloom::FastBloom),
         Box::new(sbbf::Sbbf),
         Box::new(xorf::BinaryFuse8),
         Box::new(xorf::BinaryFuse16),
+        Box::new(xorf::Xor8),
         Box::new(qfilter::QFilter),
         Box::new(lsm_tree::LsmTreeBloom),
     ]

@@ -4,8 +4,10 @@
 //!
 //! Call order: `new`, then (`add`* `block_boundary`)*, then `finish` once.
 
+use sift_filter::math::binary_fuse_bits_per_key;
 use sift_filter::{
-    BlockedBloomBuilder, Filter, FilterBuilder, KeyHash, RibbonBuilder, StaticFilter,
+    BinaryFuse8, BinaryFuse16, BlockedBloomBuilder, Filter, FilterBuilder, FilterKind, KeyHash,
+    RibbonBuilder, StaticFilter,
 };
 
 use crate::filter_policy::{FilterChoice, FilterKindChoice};
@@ -37,8 +39,9 @@ pub(crate) struct BuiltFilter {
     pub encoded: Vec<u8>,
     /// `Filter::size_bytes`: filter data without the envelope.
     pub data_bytes: u64,
-    /// Whether Ribbon was kept (else blocked Bloom).
-    pub ribbon: bool,
+    /// The kind built (a Ribbon or Binary Fuse table may hold blocked
+    /// Bloom fallbacks).
+    pub kind: FilterKind,
 }
 
 /// What [`KeyFilterBuilder::finish`] produces.
@@ -57,28 +60,69 @@ pub(crate) enum FilterOutput {
 enum Prototype {
     Bloom(BlockedBloomBuilder),
     Ribbon(RibbonBuilder),
+    /// Binary Fuse within `bits_per_key`; Ribbon where those bits cannot
+    /// pay for 8-bit fingerprints, blocked Bloom where construction fails.
+    Fuse {
+        bits_per_key: f64,
+        narrow: RibbonBuilder,
+        fallback: BlockedBloomBuilder,
+    },
 }
 
 impl Prototype {
+    /// A builder for `choice`, `None` for no filter or bits per key no
+    /// filter accepts.
+    fn new(choice: FilterChoice) -> Option<Self> {
+        if !choice.enabled() {
+            return None;
+        }
+        let bits = choice.bits_per_key;
+        match choice.kind {
+            FilterKindChoice::BlockedBloom => BlockedBloomBuilder::new(bits).ok().map(Self::Bloom),
+            FilterKindChoice::Ribbon => RibbonBuilder::new(bits).ok().map(Self::Ribbon),
+            FilterKindChoice::BinaryFuse => Some(Self::Fuse {
+                bits_per_key: bits,
+                narrow: RibbonBuilder::new(bits).ok()?,
+                fallback: BlockedBloomBuilder::new(bits).ok()?,
+            }),
+            FilterKindChoice::None => None,
+        }
+    }
+
     fn build(&self, hashes: &[KeyHash]) -> BuiltFilter {
         let filter = match self {
-            Self::Bloom(proto) => {
-                let mut builder = proto.clone();
-                hashes.iter().for_each(|&h| builder.add(h));
-                StaticFilter::Bloom(builder.finish())
-            }
-            Self::Ribbon(proto) => {
-                let mut builder = proto.clone();
-                hashes.iter().for_each(|&h| builder.add(h));
-                builder.finish()
+            Self::Bloom(proto) => StaticFilter::Bloom(fill(proto, hashes).finish()),
+            Self::Ribbon(proto) => fill(proto, hashes).finish(),
+            Self::Fuse {
+                bits_per_key,
+                narrow,
+                fallback,
+            } => {
+                let pays_for =
+                    |width| binary_fuse_bits_per_key(hashes.len() as u64, width) <= *bits_per_key;
+                let fuse = if pays_for(16) {
+                    BinaryFuse16::from_hashes(hashes).map(StaticFilter::BinaryFuse16)
+                } else if pays_for(8) {
+                    BinaryFuse8::from_hashes(hashes).map(StaticFilter::BinaryFuse8)
+                } else {
+                    Ok(fill(narrow, hashes).finish())
+                };
+                fuse.unwrap_or_else(|_| StaticFilter::Bloom(fill(fallback, hashes).finish()))
             }
         };
         BuiltFilter {
             encoded: filter.encode(),
             data_bytes: filter.size_bytes() as u64,
-            ribbon: matches!(filter, StaticFilter::Ribbon(_)),
+            kind: filter.kind(),
         }
     }
+}
+
+/// A copy of the empty builder `proto` holding `hashes`.
+fn fill<B: FilterBuilder + Clone>(proto: &B, hashes: &[KeyHash]) -> B {
+    let mut builder = proto.clone();
+    hashes.iter().for_each(|&h| builder.add(h));
+    builder
 }
 
 /// Collects one hash per distinct user key and builds the key filter(s).
@@ -104,21 +148,8 @@ impl KeyFilterBuilder {
     /// A builder for `choice`; tables with more than `partition_keys`
     /// distinct keys get partitions.
     pub(crate) fn new(choice: FilterChoice, partition_keys: u64) -> Self {
-        let prototype = if choice.enabled() {
-            match choice.kind {
-                FilterKindChoice::BlockedBloom => BlockedBloomBuilder::new(choice.bits_per_key)
-                    .ok()
-                    .map(Prototype::Bloom),
-                FilterKindChoice::Ribbon => RibbonBuilder::new(choice.bits_per_key)
-                    .ok()
-                    .map(Prototype::Ribbon),
-                FilterKindChoice::None => None,
-            }
-        } else {
-            None
-        };
         Self {
-            prototype,
+            prototype: Prototype::new(choice),
             partition_keys: partition_keys.max(1),
             keys_per_partition: keys_per_partition(choice.bits_per_key, partition_keys),
             hashes: Vec::new(),
@@ -208,5 +239,46 @@ impl KeyFilterBuilder {
             self.partitions.push((built, last_user_key.to_vec()));
         }
         FilterOutput::Partitioned(self.partitions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn built(kind: FilterKindChoice, bits_per_key: f64, keys: u64) -> StaticFilter {
+        let choice = FilterChoice { kind, bits_per_key };
+        let hashes: Vec<KeyHash> = (0..keys).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+        let prototype = Prototype::new(choice).expect("a filter");
+        let encoded = prototype.build(&hashes).encoded;
+        let filter = StaticFilter::decode(&encoded).expect("decodes");
+        assert!(
+            hashes.iter().all(|&h| filter.may_contain(h)),
+            "no false negatives"
+        );
+        filter
+    }
+
+    #[test]
+    fn binary_fuse_takes_the_widest_fingerprint_the_bits_pay_for() {
+        let keys = 100_000;
+        // 1.17 slots a key at 100,000 keys: 9.4 bits for 8-bit
+        // fingerprints, 18.7 for 16-bit.
+        let fuse = FilterKindChoice::BinaryFuse;
+        assert!(matches!(
+            built(fuse, 20.0, keys),
+            StaticFilter::BinaryFuse16(_)
+        ));
+        assert!(matches!(
+            built(fuse, 18.0, keys),
+            StaticFilter::BinaryFuse8(_)
+        ));
+        assert!(matches!(
+            built(fuse, 10.0, keys),
+            StaticFilter::BinaryFuse8(_)
+        ));
+        assert!(matches!(built(fuse, 8.0, keys), StaticFilter::Ribbon(_)));
+        let spent = built(fuse, 18.0, keys).size_bytes() as f64 * 8.0 / keys as f64;
+        assert!(spent < 10.0, "{spent} bits/key: the rest is left unspent");
     }
 }

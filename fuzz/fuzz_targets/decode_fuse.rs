@@ -1,0 +1,8 @@
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+// Both widths: the body's first byte picks which of the two may succeed.
+fuzz_target!(|data: &[u8]| {
+    sift_fuzz::check_decoder(data, sift_filter::BinaryFuse8::decode);
+    sift_fuzz::check_decoder(data, sift_filter::BinaryFuse16::decode);
+});
