@@ -2,9 +2,8 @@
 
 use crate::codec::{self, FilterKind};
 use crate::error::DecodeError;
-use crate::filter::Filter;
+use crate::filter::delegate_filter;
 use crate::fuse;
-use crate::hash::KeyHash;
 use crate::{
     AtomicBloom, BinaryFuse8, BinaryFuse16, BlockedBloom, CountingBloom, CuckooFilter,
     PartitionedBloom, Ribbon, ScalableBloom, StandardBloom, Xor8, Xor16,
@@ -90,53 +89,19 @@ impl AnyFilter {
             Self::BinaryFuse8(_) | Self::BinaryFuse16(_) => FilterKind::BinaryFuse,
         }
     }
-
-    fn inner(&self) -> &dyn Filter {
-        match self {
-            Self::Standard(f) => f,
-            Self::Blocked(f) => f,
-            Self::Ribbon(f) => f,
-            Self::Counting(f) => f,
-            Self::Cuckoo(f) => f,
-            Self::Scalable(f) => f,
-            Self::Partitioned(f) => f,
-            Self::Atomic(f) => f,
-            Self::Xor8(f) => f,
-            Self::Xor16(f) => f,
-            Self::BinaryFuse8(f) => f,
-            Self::BinaryFuse16(f) => f,
-        }
-    }
 }
 
-impl Filter for AnyFilter {
-    #[inline]
-    fn may_contain(&self, hash: KeyHash) -> bool {
-        // A direct match rather than `inner()` keeps the blocked filter's
-        // query, the common case, free of a virtual call.
-        match self {
-            Self::Blocked(f) => f.may_contain(hash),
-            other => other.inner().may_contain(hash),
-        }
-    }
-
-    fn size_bytes(&self) -> usize {
-        self.inner().size_bytes()
-    }
-
-    fn fill_ratio(&self) -> f64 {
-        self.inner().fill_ratio()
-    }
-
-    fn estimated_fpr(&self) -> f64 {
-        self.inner().estimated_fpr()
-    }
-
-    fn estimated_count(&self) -> Option<f64> {
-        self.inner().estimated_count()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        self.inner().encode()
-    }
-}
+delegate_filter!(AnyFilter {
+    Standard,
+    Blocked,
+    Ribbon,
+    Counting,
+    Cuckoo,
+    Scalable,
+    Partitioned,
+    Atomic,
+    Xor8,
+    Xor16,
+    BinaryFuse8,
+    BinaryFuse16,
+});

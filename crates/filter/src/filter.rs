@@ -69,3 +69,46 @@ pub trait FilterBuilder {
     /// Builds the filter.
     fn finish(self) -> Self::Output;
 }
+
+/// Implements [`Filter`] for an enum whose every variant holds one filter:
+/// each method is answered by the filter held (a direct call per variant,
+/// no virtual call), and `encode` writes that filter's own encoding.
+///
+/// `delegate_filter!(Enum { A, B })`, or with one type parameter
+/// `delegate_filter!(Enum<T: Bound> { A, B })`.
+macro_rules! delegate_filter {
+    ($name:ident $(<$param:ident: $bound:path>)? { $($variant:ident),+ $(,)? }) => {
+        impl $(<$param: $bound>)? $crate::filter::Filter for $name $(<$param>)? {
+            #[inline]
+            fn may_contain(&self, hash: $crate::hash::KeyHash) -> bool {
+                match self { $(Self::$variant(f) => f.may_contain(hash),)+ }
+            }
+
+            #[inline]
+            fn prefetch(&self, hash: $crate::hash::KeyHash) {
+                match self { $(Self::$variant(f) => f.prefetch(hash),)+ }
+            }
+
+            fn size_bytes(&self) -> usize {
+                match self { $(Self::$variant(f) => f.size_bytes(),)+ }
+            }
+
+            fn fill_ratio(&self) -> f64 {
+                match self { $(Self::$variant(f) => f.fill_ratio(),)+ }
+            }
+
+            fn estimated_fpr(&self) -> f64 {
+                match self { $(Self::$variant(f) => f.estimated_fpr(),)+ }
+            }
+
+            fn estimated_count(&self) -> Option<f64> {
+                match self { $(Self::$variant(f) => f.estimated_count(),)+ }
+            }
+
+            fn encode(&self) -> Vec<u8> {
+                match self { $(Self::$variant(f) => f.encode(),)+ }
+            }
+        }
+    };
+}
+pub(crate) use delegate_filter;

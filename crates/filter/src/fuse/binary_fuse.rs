@@ -4,7 +4,7 @@ use super::XorFamily;
 use super::build;
 use super::fingerprint::Fingerprint;
 use super::layout::{Layout, Segments};
-use super::table::Table;
+use super::table::{Table, filter_over_table};
 use crate::codec::FilterKind;
 use crate::error::{DecodeError, Result};
 use crate::filter::Filter;
@@ -79,50 +79,4 @@ impl<F: Fingerprint> BinaryFuseFilter<F> {
     }
 }
 
-impl<F: Fingerprint> XorFamily for BinaryFuseFilter<F> {
-    const KIND: FilterKind = Segments::KIND;
-    const FINGERPRINT_BITS: u8 = F::BITS;
-
-    fn build(hashes: &mut Vec<KeyHash>) -> Result<Self> {
-        build::build(hashes).map(|table| Self { table })
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        Self::decode(bytes)
-    }
-}
-
-impl<F: Fingerprint> Filter for BinaryFuseFilter<F> {
-    #[inline]
-    fn may_contain(&self, hash: KeyHash) -> bool {
-        self.table.may_contain(hash)
-    }
-
-    #[inline]
-    fn prefetch(&self, hash: KeyHash) {
-        self.table.prefetch(hash);
-    }
-
-    fn size_bytes(&self) -> usize {
-        self.table.size_bytes()
-    }
-
-    /// Keys per slot: about 0.89 for large sets.
-    fn fill_ratio(&self) -> f64 {
-        self.table.fill_ratio()
-    }
-
-    /// `2^-bits`; 0 for the empty filter.
-    fn estimated_fpr(&self) -> f64 {
-        self.table.fpr()
-    }
-
-    /// Exact: the distinct hashes built from.
-    fn estimated_count(&self) -> Option<f64> {
-        Some(self.table.num_keys() as f64)
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        self.table.encode()
-    }
-}
+filter_over_table!(BinaryFuseFilter, Segments);

@@ -5,8 +5,7 @@ use super::XorFamily;
 use crate::BlockedBloom;
 use crate::codec::{self, FilterKind};
 use crate::error::DecodeError;
-use crate::filter::Filter;
-use crate::hash::KeyHash;
+use crate::filter::{Filter, delegate_filter};
 
 /// An XOR-family filter `T`, or the blocked Bloom filter its builder fell
 /// back to when construction failed. Either way no false negatives; every
@@ -35,49 +34,4 @@ impl<T: XorFamily> XorOrBloom<T> {
     }
 }
 
-impl<T: Filter> XorOrBloom<T> {
-    fn inner(&self) -> &dyn Filter {
-        match self {
-            Self::Xor(f) => f,
-            Self::Bloom(f) => f,
-        }
-    }
-}
-
-impl<T: Filter> Filter for XorOrBloom<T> {
-    #[inline]
-    fn may_contain(&self, hash: KeyHash) -> bool {
-        match self {
-            Self::Xor(f) => f.may_contain(hash),
-            Self::Bloom(f) => f.may_contain(hash),
-        }
-    }
-
-    #[inline]
-    fn prefetch(&self, hash: KeyHash) {
-        match self {
-            Self::Xor(f) => f.prefetch(hash),
-            Self::Bloom(f) => f.prefetch(hash),
-        }
-    }
-
-    fn size_bytes(&self) -> usize {
-        self.inner().size_bytes()
-    }
-
-    fn fill_ratio(&self) -> f64 {
-        self.inner().fill_ratio()
-    }
-
-    fn estimated_fpr(&self) -> f64 {
-        self.inner().estimated_fpr()
-    }
-
-    fn estimated_count(&self) -> Option<f64> {
-        self.inner().estimated_count()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        self.inner().encode()
-    }
-}
+delegate_filter!(XorOrBloom<T: Filter> { Xor, Bloom });

@@ -152,3 +152,59 @@ pub(super) fn fits<F: Fingerprint, L: Layout>(layout: &L) -> bool {
         .and_then(|b| b.checked_add(body_prefix_bytes::<L>()))
         .is_some_and(|b| b <= u64::from(u32::MAX))
 }
+
+/// Implements [`XorFamily`](super::XorFamily) and [`Filter`](crate::Filter)
+/// for a public filter type `$name<F>` that wraps a `Table<F, $layout>` in
+/// its field `table`: every query and figure is the table's.
+macro_rules! filter_over_table {
+    ($name:ident, $layout:ty) => {
+        impl<F: Fingerprint> XorFamily for $name<F> {
+            const KIND: FilterKind = <$layout as Layout>::KIND;
+            const FINGERPRINT_BITS: u8 = F::BITS;
+
+            fn build(hashes: &mut Vec<KeyHash>) -> Result<Self> {
+                build::build(hashes).map(|table| Self { table })
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+                Self::decode(bytes)
+            }
+        }
+
+        impl<F: Fingerprint> Filter for $name<F> {
+            #[inline]
+            fn may_contain(&self, hash: KeyHash) -> bool {
+                self.table.may_contain(hash)
+            }
+
+            #[inline]
+            fn prefetch(&self, hash: KeyHash) {
+                self.table.prefetch(hash);
+            }
+
+            fn size_bytes(&self) -> usize {
+                self.table.size_bytes()
+            }
+
+            /// Keys per slot.
+            fn fill_ratio(&self) -> f64 {
+                self.table.fill_ratio()
+            }
+
+            /// `2^-bits`; 0 for the empty filter.
+            fn estimated_fpr(&self) -> f64 {
+                self.table.fpr()
+            }
+
+            /// Exact: the distinct hashes built from.
+            fn estimated_count(&self) -> Option<f64> {
+                Some(self.table.num_keys() as f64)
+            }
+
+            fn encode(&self) -> Vec<u8> {
+                self.table.encode()
+            }
+        }
+    };
+}
+pub(super) use filter_over_table;

@@ -3,9 +3,8 @@
 use super::Ribbon;
 use crate::codec::{self, FilterKind};
 use crate::error::DecodeError;
-use crate::filter::Filter;
+use crate::filter::delegate_filter;
 use crate::fuse::peek_width;
-use crate::hash::KeyHash;
 use crate::{BinaryFuse8, BinaryFuse16, BlockedBloom};
 
 /// A static key filter, as a table holds it: Ribbon (when it is built and
@@ -54,55 +53,11 @@ impl StaticFilter {
             Self::BinaryFuse8(_) | Self::BinaryFuse16(_) => FilterKind::BinaryFuse,
         }
     }
-
-    fn inner(&self) -> &dyn Filter {
-        match self {
-            Self::Ribbon(f) => f,
-            Self::Bloom(f) => f,
-            Self::BinaryFuse8(f) => f,
-            Self::BinaryFuse16(f) => f,
-        }
-    }
 }
 
-impl Filter for StaticFilter {
-    #[inline]
-    fn may_contain(&self, hash: KeyHash) -> bool {
-        match self {
-            Self::Ribbon(f) => f.may_contain(hash),
-            Self::Bloom(f) => f.may_contain(hash),
-            Self::BinaryFuse8(f) => f.may_contain(hash),
-            Self::BinaryFuse16(f) => f.may_contain(hash),
-        }
-    }
-
-    #[inline]
-    fn prefetch(&self, hash: KeyHash) {
-        match self {
-            Self::Ribbon(f) => f.prefetch(hash),
-            Self::Bloom(f) => f.prefetch(hash),
-            Self::BinaryFuse8(f) => f.prefetch(hash),
-            Self::BinaryFuse16(f) => f.prefetch(hash),
-        }
-    }
-
-    fn size_bytes(&self) -> usize {
-        self.inner().size_bytes()
-    }
-
-    fn fill_ratio(&self) -> f64 {
-        self.inner().fill_ratio()
-    }
-
-    fn estimated_fpr(&self) -> f64 {
-        self.inner().estimated_fpr()
-    }
-
-    fn estimated_count(&self) -> Option<f64> {
-        self.inner().estimated_count()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        self.inner().encode()
-    }
-}
+delegate_filter!(StaticFilter {
+    Ribbon,
+    Bloom,
+    BinaryFuse8,
+    BinaryFuse16
+});
