@@ -8,13 +8,17 @@
 //!   query per key), divided by `n`. The count also gives false negatives.
 //! - **negative query**: `count_contained` over all non-member probes,
 //!   divided by their number. The count gives the false positives.
+//! - **negative probe**: `count_prehashed` over the same probes hashed
+//!   before the timer starts, where the filter can take a hash: the
+//!   negative query less its hash. Its count must equal the query's.
 //!
 //! Queries run back to back over independent keys, so this is throughput
 //! (the CPU overlaps cache misses of neighbouring queries), as in RocksDB's
 //! `filter_bench`, not the latency of one isolated query.
 
-use super::contenders::{Contender, Params};
-use super::keys::Key;
+use super::contenders::{Contender, Params, Prehashed};
+use super::keys::KeySet;
+use anyhow::ensure;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -27,6 +31,8 @@ pub struct Sample {
     pub query_pos_ns: f64,
     /// Negative query time, ns per probe.
     pub query_neg_ns: f64,
+    /// Negative query time on hashes computed beforehand, ns per probe.
+    pub probe_neg_ns: Option<f64>,
     /// Members the filter rejected.
     pub false_negatives: u64,
     /// Probes the filter accepted.
@@ -39,12 +45,14 @@ pub struct Sample {
     pub detail: String,
 }
 
-/// Builds `contender` from `members` and queries every member and probe.
+/// Builds `contender` from `members` and queries every member and probe,
+/// then every probe again from `hashed` (the probes' hashes).
 pub fn run_once(
     contender: &dyn Contender,
     params: &Params,
-    members: &[Key],
-    probes: &[Key],
+    members: &KeySet,
+    probes: &KeySet,
+    hashed: &Prehashed,
 ) -> anyhow::Result<Sample> {
     let start = Instant::now();
     let built = contender.build(black_box(members), params)?;
@@ -59,10 +67,22 @@ pub fn run_once(
     let false_positives = black_box(built.count_contained(black_box(probes)));
     let neg = start.elapsed();
 
+    let start = Instant::now();
+    let prehashed = black_box(built.count_prehashed(black_box(hashed)));
+    let probe = start.elapsed();
+    if let Some(hits) = prehashed {
+        ensure!(
+            hits == false_positives,
+            "{} accepted {hits} probes by hash and {false_positives} by key",
+            contender.name()
+        );
+    }
+
     Ok(Sample {
         build_ns_per_key: per(build.as_nanos(), members.len()),
         query_pos_ns: per(pos.as_nanos(), members.len()),
         query_neg_ns: per(neg.as_nanos(), probes.len()),
+        probe_neg_ns: prehashed.map(|_| per(probe.as_nanos(), probes.len())),
         false_negatives: members.len() as u64 - hits,
         false_positives,
         size_bytes: built.size_bytes(),
@@ -74,10 +94,10 @@ pub fn run_once(
 /// The hashing floor: ns per key of `KeyHash::of` and of XXH3-64 alone over
 /// `keys`, with the same loop shape as the queries. Every query time in the
 /// table includes one of these.
-pub fn hash_floor(keys: &[Key]) -> (f64, f64) {
+pub fn hash_floor(keys: &KeySet) -> (f64, f64) {
     let start = Instant::now();
     let mut acc = 0u64;
-    for key in black_box(keys) {
+    for key in black_box(keys).iter() {
         acc ^= sift_filter::KeyHash::of(key).lo();
     }
     black_box(acc);
@@ -85,7 +105,7 @@ pub fn hash_floor(keys: &[Key]) -> (f64, f64) {
 
     let start = Instant::now();
     let mut acc = 0u64;
-    for key in black_box(keys) {
+    for key in black_box(keys).iter() {
         acc ^= xxhash_rust::xxh3::xxh3_64(key);
     }
     black_box(acc);
@@ -163,6 +183,8 @@ pub struct Summary {
     pub query_pos_ns: Spread,
     /// Negative query time, ns.
     pub query_neg_ns: Spread,
+    /// Negative query time on prehashed probes, ns, where measured.
+    pub probe_neg_ns: Option<Spread>,
 }
 
 /// Summarises the `samples` of one contender; `None` if there are none.
@@ -188,6 +210,11 @@ pub fn summarize(
         build_ns_per_key: timings(|s| s.build_ns_per_key),
         query_pos_ns: timings(|s| s.query_pos_ns),
         query_neg_ns: timings(|s| s.query_neg_ns),
+        probe_neg_ns: samples
+            .iter()
+            .map(|s| s.probe_neg_ns)
+            .collect::<Option<Vec<f64>>>()
+            .map(|t| Spread::of(&t)),
     })
 }
 
@@ -200,6 +227,7 @@ mod tests {
             build_ns_per_key: build,
             query_pos_ns: 2.0,
             query_neg_ns: 1.0,
+            probe_neg_ns: Some(0.5),
             false_negatives: fneg,
             false_positives: fp,
             size_bytes: 1_250,
@@ -230,6 +258,7 @@ mod tests {
         assert_eq!(s.fpr, 60.0 / 3_000.0);
         assert_eq!(s.false_negatives, 2);
         assert_eq!(s.build_ns_per_key.median, 20.0);
+        assert_eq!(s.probe_neg_ns.map(|t| t.median), Some(0.5));
         assert!(summarize("x", true, 1, 1, &[]).is_none());
     }
 }

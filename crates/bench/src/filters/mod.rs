@@ -2,7 +2,7 @@
 //! from the same keys and probed with the same non-members, side by side.
 //!
 //! The workload: `n` member keys and `probes` non-member keys, 16 random
-//! bytes each from a fixed seed ([`keys`]). For each repetition every
+//! bytes each (or `--key-bytes`) from a fixed seed ([`keys`]). For each repetition every
 //! selected contender is built and queried once, in an order rotated by one
 //! per repetition so no contender always runs first (cold) or right after
 //! the same neighbour. The table reports medians over repetitions; FPR pools
@@ -14,7 +14,7 @@ pub mod measure;
 pub mod report;
 
 use anyhow::{Context, bail};
-use contenders::{Contender, Params};
+use contenders::{Contender, Params, Prehashed};
 use measure::{Sample, Summary};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -56,6 +56,13 @@ pub struct Args {
     /// Print one JSON object per filter and line instead of the table.
     #[arg(long)]
     json: bool,
+
+    /// Bytes per key (at least 16): the hash's share of a query grows with
+    /// the key, which the "neg probe ns" column (prehashed probes) splits
+    /// out.
+    #[arg(long, default_value_t = keys::MIN_KEY_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(keys::MIN_KEY_BYTES as u64..=4096))]
+    key_bytes: u64,
 
     /// Seed of the key generator.
     #[arg(long, default_value_t = 0x5eed_f11e)]
@@ -101,8 +108,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             args.reps
         ),
         format!(
-            "bits/key = {} (Bloom kinds); seed = {:#x}",
-            args.bits_per_key, args.seed
+            "bits/key = {} (Bloom kinds); key bytes = {}; seed = {:#x}",
+            args.bits_per_key, args.key_bytes, args.seed
         ),
         format!("machine: {}", report::machine()),
         format!("load average at start: {}", report::load_average()),
@@ -113,8 +120,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
     let started = Instant::now();
     eprintln!("generating {n} member keys and {probes} non-member probes");
-    let members = keys::generate(args.seed, 0, n);
-    let non_members = keys::generate(args.seed, n as u64, probes);
+    let key_bytes = args.key_bytes as usize;
+    let members = keys::KeySet::generate(args.seed, 0, n, key_bytes);
+    let non_members = keys::KeySet::generate(args.seed, n as u64, probes, key_bytes);
+    let hashed = Prehashed::of(&non_members);
 
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); selected.len()];
     let mut failures: Vec<Option<String>> = vec![None; selected.len()];
@@ -135,7 +144,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 // Progress only: a failed flush loses nothing measured.
                 let _ = std::io::stderr().flush();
             }
-            match measure::run_once(c.as_ref(), &params, &members, &non_members) {
+            match measure::run_once(c.as_ref(), &params, &members, &non_members, &hashed) {
                 Ok(sample) => samples[i].push(sample),
                 Err(e) => failures[i] = Some(format!("{e:#}")),
             }
@@ -233,7 +242,8 @@ fn print_results(
             out,
             "Medians over {} interleaved repetitions. Timed: build = key bytes to queryable filter \
              (one hash per key included); queries = hash + lookup per key, over all {} members \
-             (pos) and all {} non-members (neg). bits/key = real data bytes · 8 / n.",
+             (pos) and all {} non-members (neg); neg probe = the neg query on hashes computed \
+             beforehand (the probe alone). bits/key = real data bytes · 8 / n.",
             args.reps, params.n, args.probes
         )?;
         let width = selected.iter().map(|c| c.name().len()).max().unwrap_or(0);

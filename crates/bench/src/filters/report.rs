@@ -23,6 +23,9 @@ pub struct JsonRow<'a> {
     pub query_pos_ns: f64,
     /// Median negative query time, ns.
     pub query_neg_ns: f64,
+    /// Median negative query time on prehashed probes (the probe alone),
+    /// ns; `null` for a filter that takes only keys.
+    pub probe_neg_ns: Option<f64>,
 }
 
 /// The JSON line for `s`.
@@ -36,11 +39,12 @@ pub fn json_line(s: &Summary) -> anyhow::Result<String> {
         build_ns_per_key: s.build_ns_per_key.median,
         query_pos_ns: s.query_pos_ns.median,
         query_neg_ns: s.query_neg_ns.median,
+        probe_neg_ns: s.probe_neg_ns.map(|t| t.median),
     })?)
 }
 
 /// Column headers of the human table, units included.
-const HEADERS: [&str; 9] = [
+const HEADERS: [&str; 10] = [
     "filter",
     "bits/key",
     "FPR %",
@@ -49,11 +53,13 @@ const HEADERS: [&str; 9] = [
     "build ns/key",
     "pos query ns",
     "neg query ns",
+    "neg probe ns",
     "spread %",
 ];
 
 /// The human table: one row per filter, timings are medians; "spread" is
-/// the largest `(max - min) / median` of the three timings.
+/// the largest `(max - min) / median` of the three query and build
+/// timings; "neg probe" is the negative query on prehashed probes.
 pub fn table(summaries: &[Summary]) -> String {
     let cells: Vec<Vec<String>> = summaries
         .iter()
@@ -68,6 +74,8 @@ pub fn table(summaries: &[Summary]) -> String {
                 format!("{:.1}", s.build_ns_per_key.median),
                 format!("{:.1}", s.query_pos_ns.median),
                 format!("{:.1}", s.query_neg_ns.median),
+                s.probe_neg_ns
+                    .map_or_else(|| "-".to_owned(), |t| format!("{:.1}", t.median)),
                 format!(
                     "{:.0}",
                     100.0
@@ -185,6 +193,7 @@ mod tests {
             build_ns_per_key: t(20.0),
             query_pos_ns: t(10.0),
             query_neg_ns: t(5.0),
+            probe_neg_ns: Some(t(2.0)),
         }
     }
 
@@ -204,6 +213,7 @@ mod tests {
                 "filter",
                 "fpr",
                 "n",
+                "probe_neg_ns",
                 "query_neg_ns",
                 "query_pos_ns"
             ]
@@ -252,6 +262,7 @@ mod tests {
                 "20.0",
                 "10.0",
                 "5.0",
+                "2.0",
                 "20"
             ]
         );

@@ -1,8 +1,8 @@
 //! Baseline: `fastbloom` 0.17, an unblocked Bloom filter that derives its
 //! probes from one 64-bit hash.
 
-use super::{Built, Contender, Params, xxh3_64};
-use crate::filters::keys::Key;
+use super::{Built, Contender, Params, Prehashed, count_hits, xxh3_64};
+use crate::filters::keys::KeySet;
 use sift_filter::math;
 
 /// `BloomFilter::with_num_bits(⌈bpk·n⌉).expected_items(n)`, fed
@@ -31,10 +31,10 @@ impl Contender for FastBloom {
         )
     }
 
-    fn build(&self, keys: &[Key], p: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let bits = (keys.len() as f64 * p.bits_per_key).ceil().max(64.0) as usize;
         let mut inner = fastbloom::BloomFilter::with_num_bits(bits).expected_items(keys.len());
-        for key in keys {
+        for key in keys.iter() {
             inner.insert_hash(xxh3_64(key));
         }
         Ok(Box::new(Filter {
@@ -46,8 +46,12 @@ impl Contender for FastBloom {
 
 impl Built for Filter {
     #[inline]
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         self.inner.contains_hash(xxh3_64(key))
+    }
+
+    fn count_prehashed(&self, hashes: &Prehashed) -> Option<u64> {
+        Some(count_hits(&hashes.xxh3_64, |h| self.inner.contains_hash(h)))
     }
 
     fn size_bytes(&self) -> usize {

@@ -7,7 +7,7 @@
 //! per-key loop, as an SSTable would keep it.
 
 use super::{Built, Contender, Params, xxh3_64};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use lsm_tree::table::filter::standard_bloom::{Builder, StandardBloomFilterReader};
 use sift_filter::math;
 
@@ -41,13 +41,13 @@ impl Contender for LsmTreeBloom {
         )
     }
 
-    fn build(&self, keys: &[Key], p: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         anyhow::ensure!(
             !keys.is_empty(),
             "lsm-tree's builder needs at least one key"
         );
         let mut builder = Builder::with_bpk(keys.len(), p.bits_per_key as f32);
-        for key in keys {
+        for key in keys.iter() {
             builder.set_with_hash(xxh3_64(key));
         }
         let bytes = builder.build();
@@ -71,18 +71,18 @@ impl Filter {
 }
 
 impl Built for Filter {
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         // `build` checked that the bytes parse; a reader that failed would
         // answer "may contain", as a filter that cannot be read must.
         self.reader().is_none_or(|r| r.contains_hash(xxh3_64(key)))
     }
 
-    fn count_contained(&self, keys: &[Key]) -> u64 {
+    fn count_contained(&self, keys: &KeySet) -> u64 {
         let Some(reader) = self.reader() else {
             return keys.len() as u64;
         };
         let mut hits = 0;
-        for key in keys {
+        for key in keys.iter() {
             if reader.contains_hash(xxh3_64(key)) {
                 hits += 1;
             }

@@ -6,8 +6,13 @@
 //! pays for hashing them inside the timed region: Sift's filters through
 //! `KeyHash::of` (XXH3-128), baselines through XXH3-64 fed to their
 //! hash-accepting API (see each module for the exact calls).
+//!
+//! Where a filter can be asked with a hash computed beforehand, its
+//! [`Built::count_prehashed`] times the probe alone: the query time less
+//! the hash, for the split of a query's cost.
 
-use super::keys::Key;
+use super::keys::KeySet;
+use sift_filter::KeyHash;
 
 mod fastbloom;
 mod lsm_tree;
@@ -46,25 +51,34 @@ pub trait Contender {
     fn notes(&self, params: &Params) -> String;
 
     /// Builds a filter holding `keys`, hashing each key once.
-    fn build(&self, keys: &[Key], params: &Params) -> anyhow::Result<Box<dyn Built>>;
+    fn build(&self, keys: &KeySet, params: &Params) -> anyhow::Result<Box<dyn Built>>;
 }
 
 /// A filter built by a [`Contender`].
 pub trait Built {
     /// Whether `key` may be a member; hashes `key` first.
-    fn contains(&self, key: &Key) -> bool;
+    fn contains(&self, key: &[u8]) -> bool;
 
     /// How many of `keys` [`contains`](Self::contains) accepts. This is the
     /// timed query loop; the default is monomorphised per implementation, so
     /// `contains` is called statically and can be inlined.
-    fn count_contained(&self, keys: &[Key]) -> u64 {
+    fn count_contained(&self, keys: &KeySet) -> u64 {
         let mut hits = 0;
-        for key in keys {
+        for key in keys.iter() {
             if self.contains(key) {
                 hits += 1;
             }
         }
         hits
+    }
+
+    /// How many of `hashes` the filter accepts, each hash computed before
+    /// the timed loop: the probe alone. `None` for a filter that takes
+    /// only keys. Must agree with [`count_contained`](Self::count_contained)
+    /// over the keys hashed.
+    fn count_prehashed(&self, hashes: &Prehashed) -> Option<u64> {
+        let _ = hashes;
+        None
     }
 
     /// Bytes of memory the filter's data occupies.
@@ -107,8 +121,39 @@ pub fn all() -> Vec<Box<dyn Contender>> {
     ]
 }
 
+/// Keys hashed ahead of time, once by each hash a contender may be fed.
+pub struct Prehashed {
+    /// `KeyHash::of` (XXH3-128) of each key: what Sift's filters take.
+    pub sift: Vec<KeyHash>,
+    /// XXH3-64 of each key: what the baselines take.
+    pub xxh3_64: Vec<u64>,
+}
+
+impl Prehashed {
+    /// Hashes every key of `keys` both ways.
+    pub fn of(keys: &KeySet) -> Self {
+        Self {
+            sift: keys.iter().map(KeyHash::of).collect(),
+            xxh3_64: keys.iter().map(xxh3_64).collect(),
+        }
+    }
+}
+
+/// Counts the `hashes` that `contains` accepts: the shared loop of every
+/// [`Built::count_prehashed`].
+#[inline]
+fn count_hits<H: Copy>(hashes: &[H], contains: impl Fn(H) -> bool) -> u64 {
+    let mut hits = 0;
+    for &hash in hashes {
+        if contains(hash) {
+            hits += 1;
+        }
+    }
+    hits
+}
+
 /// The XXH3-64 hash the baselines are fed.
 #[inline]
-fn xxh3_64(key: &Key) -> u64 {
+fn xxh3_64(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }

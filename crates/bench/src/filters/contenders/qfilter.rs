@@ -2,7 +2,7 @@
 //! 2017), sized for `n` keys at 1% FPR.
 
 use super::{Built, Contender, Params, xxh3_64};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 
 /// The target FPR the filter is sized for: the same ~1% the Bloom kinds
 /// reach at 10 bits/key.
@@ -29,10 +29,10 @@ impl Contender for QFilter {
         )
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut inner = qfilter::Filter::new(keys.len() as u64, TARGET_FPR)
             .map_err(|e| anyhow::anyhow!("qfilter sizing failed: {e:?}"))?;
-        for key in keys {
+        for key in keys.iter() {
             inner
                 .insert_fingerprint(false, xxh3_64(key))
                 .map_err(|e| anyhow::anyhow!("qfilter insert failed: {e:?}"))?;
@@ -43,7 +43,7 @@ impl Contender for QFilter {
 
 impl Built for Filter {
     #[inline]
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         self.0.contains_fingerprint(xxh3_64(key))
     }
 

@@ -2,8 +2,8 @@
 //! Parquet (256-bit buckets of eight 32-bit words, one bit set per word),
 //! with a runtime-selected SIMD kernel.
 
-use super::{Built, Contender, Params, xxh3_64};
-use crate::filters::keys::Key;
+use super::{Built, Contender, Params, Prehashed, count_hits, xxh3_64};
+use crate::filters::keys::KeySet;
 
 /// Bits in one split block (Parquet's bucket).
 const BUCKET_BITS: f64 = 256.0;
@@ -37,9 +37,9 @@ impl Contender for Sbbf {
         )
     }
 
-    fn build(&self, keys: &[Key], p: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut inner = sbbf_rs_safe::Filter::new(whole_bits_per_key(p.bits_per_key), keys.len());
-        for key in keys {
+        for key in keys.iter() {
             inner.insert_hash(xxh3_64(key));
         }
         Ok(Box::new(Filter {
@@ -56,8 +56,12 @@ fn whole_bits_per_key(bits_per_key: f64) -> usize {
 
 impl Built for Filter {
     #[inline]
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         self.inner.contains_hash(xxh3_64(key))
+    }
+
+    fn count_prehashed(&self, hashes: &Prehashed) -> Option<u64> {
+        Some(count_hits(&hashes.xxh3_64, |h| self.inner.contains_hash(h)))
     }
 
     fn size_bytes(&self) -> usize {

@@ -1,8 +1,7 @@
 //! The shared wrapper for Sift's filters: every query hashes the key with
 //! `KeyHash::of` and asks `Filter::may_contain`.
 
-use super::Built;
-use crate::filters::keys::Key;
+use super::{Built, Prehashed, count_hits};
 use sift_filter::{Filter, KeyHash};
 
 /// The formula a kind's FPR is checked against, given the built filter and
@@ -44,8 +43,12 @@ impl<F: Filter + 'static> SiftBuilt<F> {
 
 impl<F: Filter> Built for SiftBuilt<F> {
     #[inline]
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         self.filter.may_contain(KeyHash::of(key))
+    }
+
+    fn count_prehashed(&self, hashes: &Prehashed) -> Option<u64> {
+        Some(count_hits(&hashes.sift, |h| self.filter.may_contain(h)))
     }
 
     fn size_bytes(&self) -> usize {

@@ -4,7 +4,7 @@
 
 use super::sift::SiftBuilt;
 use super::{Built, Contender, Params};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use sift_filter::{BlockedBloom, BlockedBloomBuilder, FilterBuilder, KeyHash, math};
 
 /// Bits per block, the unit the FPR formula averages over.
@@ -32,9 +32,9 @@ impl Contender for SiftBlocked {
         )
     }
 
-    fn build(&self, keys: &[Key], p: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut filter = BlockedBloom::with_capacity(keys.len() as u64, p.bits_per_key)?;
-        for key in keys {
+        for key in keys.iter() {
             filter.insert(KeyHash::of(key));
         }
         Ok(wrap(filter, keys.len()))
@@ -58,9 +58,9 @@ impl Contender for SiftBlockedBuilder {
         )
     }
 
-    fn build(&self, keys: &[Key], p: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut builder = BlockedBloomBuilder::new(p.bits_per_key)?;
-        for key in keys {
+        for key in keys.iter() {
             builder.add(KeyHash::of(key));
         }
         Ok(wrap(builder.finish(), keys.len()))

@@ -3,7 +3,7 @@
 
 use super::sift::SiftBuilt;
 use super::{Built, Contender, Params};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use sift_filter::{CuckooFilter, KeyHash};
 
 /// Fingerprint bits: the project's cuckoo target (FPR ≤ 0.2% at ≥ 90% load).
@@ -28,9 +28,9 @@ impl Contender for SiftCuckoo {
         format!("CuckooFilter::new(n, {FINGERPRINT_BITS}) (sized for ~95% load), insert per key")
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut filter = CuckooFilter::new(keys.len(), FINGERPRINT_BITS)?;
-        for key in keys {
+        for key in keys.iter() {
             filter.insert(KeyHash::of(key))?;
         }
         Ok(SiftBuilt::described(

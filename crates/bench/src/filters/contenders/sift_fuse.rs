@@ -6,7 +6,7 @@
 
 use super::sift::SiftBuilt;
 use super::{Built, Contender, Params};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use sift_filter::{
     BinaryFuse8, BinaryFuse16, FilterBuilder, KeyHash, Xor8, XorFamily, XorFamilyBuilder,
 };
@@ -54,9 +54,9 @@ impl<T: XorFamily + 'static> Contender for SiftXorFamily<T> {
         )
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut builder = XorFamilyBuilder::<T>::with_capacity(keys.len());
-        for key in keys {
+        for key in keys.iter() {
             builder.add(KeyHash::of(key));
         }
         let filter = builder

@@ -2,7 +2,7 @@
 
 use super::sift::SiftBuilt;
 use super::{Built, Contender, Params};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use sift_filter::{BloomShape, KeyHash, PartitionedBloom, math};
 
 /// `PartitionedBloom::new(BloomShape::for_bits_per_key(n, bpk))`, then `insert`.
@@ -24,10 +24,10 @@ impl Contender for SiftPartitioned {
         )
     }
 
-    fn build(&self, keys: &[Key], p: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let shape = BloomShape::for_bits_per_key(keys.len() as u64, p.bits_per_key);
         let mut filter = PartitionedBloom::new(shape)?;
-        for key in keys {
+        for key in keys.iter() {
             filter.insert(KeyHash::of(key));
         }
         Ok(SiftBuilt::described(

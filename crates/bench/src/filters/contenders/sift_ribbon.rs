@@ -5,7 +5,7 @@
 
 use super::sift::SiftBuilt;
 use super::{Built, Contender, Params};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use sift_filter::{Filter, FilterBuilder, KeyHash, RibbonBuilder, StaticFilter};
 
 /// What a Ribbon row is sized by.
@@ -56,12 +56,12 @@ impl Contender for SiftRibbon {
         )
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut builder = match self.target {
             Target::BitsPerKey(b) => RibbonBuilder::new(b)?,
             Target::Fpr(p) => RibbonBuilder::with_fpr(p)?,
         };
-        for key in keys {
+        for key in keys.iter() {
             builder.add(KeyHash::of(key));
         }
         let StaticFilter::Ribbon(ribbon) = builder.finish() else {

@@ -3,7 +3,7 @@
 
 use super::sift::SiftBuilt;
 use super::{Built, Contender, Params};
-use crate::filters::keys::Key;
+use crate::filters::keys::KeySet;
 use sift_filter::{KeyHash, ScalableBloom};
 
 /// The FPR bound asked for, the 1% the other kinds reach at 10 bits/key.
@@ -31,10 +31,10 @@ impl Contender for SiftScalable {
         )
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         let initial = (keys.len() / INITIAL_FRACTION).max(1) as u64;
         let mut filter = ScalableBloom::new(initial, TARGET_FPR)?;
-        for key in keys {
+        for key in keys.iter() {
             filter.insert(KeyHash::of(key));
         }
         Ok(SiftBuilt::described(

@@ -3,8 +3,8 @@
 //! 9 and 18 bits/key, FPR 2^-8 and 2^-16; and its `Xor8` (Graf & Lemire
 //! 2020), about 9.84 bits/key at 2^-8.
 
-use super::{Built, Contender, Params, xxh3_64};
-use crate::filters::keys::Key;
+use super::{Built, Contender, Params, Prehashed, count_hits, xxh3_64};
+use crate::filters::keys::KeySet;
 
 /// Collects XXH3-64 of every key, then `BinaryFuse8::try_from(&hashes)`;
 /// queried with `contains(&xxh3_64(key))` (the crate takes only u64 keys).
@@ -50,7 +50,7 @@ fn notes<F: Fuse>() -> String {
     )
 }
 
-fn build<F: Fuse>(keys: &[Key]) -> anyhow::Result<Box<dyn Built>> {
+fn build<F: Fuse>(keys: &KeySet) -> anyhow::Result<Box<dyn Built>> {
     let hashes: Vec<u64> = keys.iter().map(xxh3_64).collect();
     let inner = F::try_from(&hashes)
         .map_err(|e| anyhow::anyhow!("{} construction failed: {e}", F::NAME))?;
@@ -70,7 +70,7 @@ impl Contender for BinaryFuse8 {
         notes::<xorf::BinaryFuse8>()
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         build::<xorf::BinaryFuse8>(keys)
     }
 }
@@ -88,15 +88,19 @@ impl Contender for BinaryFuse16 {
         notes::<xorf::BinaryFuse16>()
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         build::<xorf::BinaryFuse16>(keys)
     }
 }
 
 impl<F: Fuse> Built for Filter<F> {
     #[inline]
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         self.0.contains(&xxh3_64(key))
+    }
+
+    fn count_prehashed(&self, hashes: &Prehashed) -> Option<u64> {
+        Some(count_hits(&hashes.xxh3_64, |h| self.0.contains(&h)))
     }
 
     fn size_bytes(&self) -> usize {
@@ -123,7 +127,7 @@ impl Contender for Xor8 {
             .to_string()
     }
 
-    fn build(&self, keys: &[Key], _: &Params) -> anyhow::Result<Box<dyn Built>> {
+    fn build(&self, keys: &KeySet, _: &Params) -> anyhow::Result<Box<dyn Built>> {
         let hashes: Vec<u64> = keys.iter().map(xxh3_64).collect();
         Ok(Box::new(Xor8Filter(xorf::Xor8::from(&hashes))))
     }
@@ -134,8 +138,14 @@ struct Xor8Filter(xorf::Xor8);
 
 impl Built for Xor8Filter {
     #[inline]
-    fn contains(&self, key: &Key) -> bool {
+    fn contains(&self, key: &[u8]) -> bool {
         xorf::Filter::contains(&self.0, &xxh3_64(key))
+    }
+
+    fn count_prehashed(&self, hashes: &Prehashed) -> Option<u64> {
+        Some(count_hits(&hashes.xxh3_64, |h| {
+            xorf::Filter::contains(&self.0, &h)
+        }))
     }
 
     fn size_bytes(&self) -> usize {
