@@ -81,6 +81,15 @@ impl KeySet {
         self.bytes.is_empty()
     }
 
+    /// The first `count` keys (all of them if there are fewer).
+    pub fn prefix(&self, count: usize) -> Self {
+        let end = self.bytes.len().min(count * self.key_bytes);
+        Self {
+            bytes: self.bytes[..end].to_vec(),
+            key_bytes: self.key_bytes,
+        }
+    }
+
     /// The keys in order.
     pub fn iter(&self) -> std::slice::ChunksExact<'_, u8> {
         self.bytes.chunks_exact(self.key_bytes)
@@ -110,6 +119,8 @@ mod tests {
             assert_eq!(long.len(), 100);
             assert!(long.iter().all(|k| k.len() == len));
             assert!(long.iter().zip(&plain).all(|(l, p)| l[..16] == p[..]));
+            assert!(long.prefix(7).iter().eq(long.iter().take(7)));
+            assert_eq!(long.prefix(1_000).len(), 100);
             // The tail is not padding: it varies across keys (a one-byte
             // tail has 256 values, so 100 keys share a few).
             let tails: HashSet<&[u8]> = long.iter().map(|k| &k[16..]).collect();

@@ -10,6 +10,7 @@
 
 mod contenders;
 pub mod keys;
+mod matched;
 pub mod measure;
 pub mod report;
 
@@ -19,6 +20,8 @@ use measure::{Sample, Summary};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+/// Bits per key of the Bloom kinds in the default run.
+const DEFAULT_BITS_PER_KEY: f64 = 10.0;
 /// Member keys in the default run.
 const DEFAULT_N: u64 = 1_000_000;
 /// Member keys with `--large`: where a filter no longer fits any cache.
@@ -46,8 +49,14 @@ pub struct Args {
     reps: u64,
 
     /// Bits per key of the Bloom kinds (Sift's and the baselines').
-    #[arg(long, default_value_t = 10.0, value_parser = parse_bits_per_key)]
+    #[arg(long, default_value_t = DEFAULT_BITS_PER_KEY, value_parser = parse_bits_per_key)]
     bits_per_key: f64,
+
+    /// Compare at these FPRs (percent, comma-separated) instead of at
+    /// --bits-per-key: each Bloom kind is sized to meet each target, and
+    /// one table per target is printed (see `matched.rs`).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fpr_percent)]
+    fpr: Vec<f64>,
 
     /// Run only these contenders (comma-separated names; see --list).
     #[arg(long, value_delimiter = ',')]
@@ -81,6 +90,16 @@ fn parse_bits_per_key(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is not in [1, 64]"))
+    }
+}
+
+/// A target FPR in percent, in `(0, 50]`.
+fn parse_fpr_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v > 0.0 && v <= 50.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not a percentage in (0, 50]"))
     }
 }
 
@@ -123,28 +142,74 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let key_bytes = args.key_bytes as usize;
     let members = keys::KeySet::generate(args.seed, 0, n, key_bytes);
     let non_members = keys::KeySet::generate(args.seed, n as u64, probes, key_bytes);
-    let hashed = Prehashed::of(&non_members);
+    let keys = Keys {
+        hashed: Prehashed::of(&non_members),
+        members,
+        non_members,
+    };
 
-    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); selected.len()];
-    let mut failures: Vec<Option<String>> = vec![None; selected.len()];
+    if args.fpr.is_empty() {
+        let entries: Vec<(&dyn Contender, Params)> =
+            selected.iter().map(|c| (c.as_ref(), params)).collect();
+        return report_run(args, &header, &entries, &keys, started);
+    }
+    let sizing = keys.members.prefix(matched::SIZING_KEYS);
+    let mut outcome = Ok(());
+    for &percent in &args.fpr {
+        let mut entries: Vec<(&dyn Contender, Params)> = Vec::new();
+        for c in &selected {
+            if let Some(bits_per_key) = matched::bits_for(c.as_ref(), &sizing, percent / 100.0)? {
+                entries.push((c.as_ref(), Params { n, bits_per_key }));
+            }
+        }
+        let mut header = header.to_vec();
+        header.push(format!(
+            "matched FPR: target {percent}%; each Bloom kind at the fewest bits/key whose formula \
+             meets it (sized on {} keys), fixed-FPR kinds where they meet it within 2x",
+            sizing.len()
+        ));
+        outcome = outcome.and(report_run(args, &header, &entries, &keys, started));
+        println!();
+    }
+    outcome
+}
+
+/// The keys of a run: members, non-member probes, and the probes' hashes.
+struct Keys {
+    members: keys::KeySet,
+    non_members: keys::KeySet,
+    hashed: Prehashed,
+}
+
+/// Measures `entries` (each contender with its parameters), interleaved,
+/// then prints the table and judges the run.
+fn report_run(
+    args: &Args,
+    header: &[String],
+    entries: &[(&dyn Contender, Params)],
+    keys: &Keys,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); entries.len()];
+    let mut failures: Vec<Option<String>> = vec![None; entries.len()];
     let live = std::io::stderr().is_terminal();
     let (mut floor_sift, mut floor_64) = (Vec::new(), Vec::new());
     for rep in 0..args.reps as usize {
-        let (sift, xxh3_64) = measure::hash_floor(&non_members);
+        let (sift, xxh3_64) = measure::hash_floor(&keys.non_members);
         floor_sift.push(sift);
         floor_64.push(xxh3_64);
-        for offset in 0..selected.len() {
-            let i = (rep + offset) % selected.len();
+        for offset in 0..entries.len() {
+            let i = (rep + offset) % entries.len();
             if failures[i].is_some() {
                 continue;
             }
-            let c = &selected[i];
+            let (c, params) = entries[i];
             if live {
                 eprint!("\rrep {}/{}: {:<16}", rep + 1, args.reps, c.name());
                 // Progress only: a failed flush loses nothing measured.
                 let _ = std::io::stderr().flush();
             }
-            match measure::run_once(c.as_ref(), &params, &members, &non_members, &hashed) {
+            match measure::run_once(c, &params, &keys.members, &keys.non_members, &keys.hashed) {
                 Ok(sample) => samples[i].push(sample),
                 Err(e) => failures[i] = Some(format!("{e:#}")),
             }
@@ -174,17 +239,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut header = header.to_vec();
     header.push(floor);
 
-    let summaries: Vec<Summary> = selected
+    let (n, probes) = (keys.members.len(), keys.non_members.len());
+    let summaries: Vec<Summary> = entries
         .iter()
         .zip(&samples)
-        .filter_map(|(c, s)| measure::summarize(c.name(), c.ours(), n, probes, s))
+        .filter_map(|((c, _), s)| measure::summarize(c.name(), c.ours(), n, probes, s))
         .collect();
-    let failed: Vec<(&'static str, &String)> = selected
+    let failed: Vec<(&'static str, &String)> = entries
         .iter()
         .zip(&failures)
-        .filter_map(|(c, f)| f.as_ref().map(|e| (c.name(), e)))
+        .filter_map(|((c, _), f)| f.as_ref().map(|e| (c.name(), e)))
         .collect();
-    print_results(args, &params, &header, &selected, &summaries, &failed)?;
+    print_results(args, &header, entries, &summaries, &failed)?;
     verdict(&summaries, &failed)
 }
 
@@ -217,9 +283,8 @@ fn select(
 
 fn print_results(
     args: &Args,
-    params: &Params,
     header: &[String],
-    selected: &[Box<dyn Contender>],
+    entries: &[(&dyn Contender, Params)],
     summaries: &[Summary],
     failed: &[(&'static str, &String)],
 ) -> anyhow::Result<()> {
@@ -244,10 +309,16 @@ fn print_results(
              (one hash per key included); queries = hash + lookup per key, over all {} members \
              (pos) and all {} non-members (neg); neg probe = the neg query on hashes computed \
              beforehand (the probe alone). bits/key = real data bytes · 8 / n.",
-            args.reps, params.n, args.probes
+            args.reps,
+            summaries.first().map_or(0, |s| s.n),
+            args.probes
         )?;
-        let width = selected.iter().map(|c| c.name().len()).max().unwrap_or(0);
-        for c in selected {
+        let width = entries
+            .iter()
+            .map(|(c, _)| c.name().len())
+            .max()
+            .unwrap_or(0);
+        for (c, params) in entries {
             let detail = summaries
                 .iter()
                 .find(|s| s.filter == c.name() && !s.detail.is_empty())

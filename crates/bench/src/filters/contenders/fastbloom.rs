@@ -31,6 +31,10 @@ impl Contender for FastBloom {
         )
     }
 
+    fn sized_by_bits(&self) -> bool {
+        true
+    }
+
     fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let bits = (keys.len() as f64 * p.bits_per_key).ceil().max(64.0) as usize;
         let mut inner = fastbloom::BloomFilter::with_num_bits(bits).expected_items(keys.len());

@@ -41,6 +41,10 @@ impl Contender for LsmTreeBloom {
         )
     }
 
+    fn sized_by_bits(&self) -> bool {
+        true
+    }
+
     fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         anyhow::ensure!(
             !keys.is_empty(),

@@ -50,6 +50,12 @@ pub trait Contender {
     /// How it is configured and fed, for the notes under the table.
     fn notes(&self, params: &Params) -> String;
 
+    /// Whether `Params::bits_per_key` sizes it (the Bloom kinds), so that
+    /// `--fpr` can size it for a target FPR; other kinds have one FPR.
+    fn sized_by_bits(&self) -> bool {
+        false
+    }
+
     /// Builds a filter holding `keys`, hashing each key once.
     fn build(&self, keys: &KeySet, params: &Params) -> anyhow::Result<Box<dyn Built>>;
 }

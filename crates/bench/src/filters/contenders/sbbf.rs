@@ -37,6 +37,10 @@ impl Contender for Sbbf {
         )
     }
 
+    fn sized_by_bits(&self) -> bool {
+        true
+    }
+
     fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut inner = sbbf_rs_safe::Filter::new(whole_bits_per_key(p.bits_per_key), keys.len());
         for key in keys.iter() {

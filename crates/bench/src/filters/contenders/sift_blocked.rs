@@ -32,6 +32,10 @@ impl Contender for SiftBlocked {
         )
     }
 
+    fn sized_by_bits(&self) -> bool {
+        true
+    }
+
     fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let mut filter = BlockedBloom::with_capacity(keys.len() as u64, p.bits_per_key)?;
         for key in keys.iter() {

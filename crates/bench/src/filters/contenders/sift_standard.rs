@@ -25,6 +25,10 @@ impl Contender for SiftStandard {
         )
     }
 
+    fn sized_by_bits(&self) -> bool {
+        true
+    }
+
     fn build(&self, keys: &KeySet, p: &Params) -> anyhow::Result<Box<dyn Built>> {
         let shape = BloomShape::for_bits_per_key(keys.len() as u64, p.bits_per_key);
         let mut filter = StandardBloom::new(shape)?;
