@@ -92,18 +92,25 @@ impl Block {
         }
     }
 
-    /// Whether all `probes` bits of `seed` are set; stops at the first clear
-    /// one. The portable query path.
+    /// Whether all `probes` bits of `seed` are set. The portable query
+    /// path. Every probe is tested, without a branch on the bits read: an
+    /// early exit at the first clear bit mispredicts on about half of the
+    /// missing keys, and each misprediction discards the loads of the
+    /// queries issued behind it, which costs more than the few L1 reads it
+    /// saves (the line is loaded either way).
     #[inline]
     #[expect(
         clippy::indexing_slicing,
         reason = "locate returns a word index below 8"
     )]
     pub(super) fn contains(&self, seed: u32, probes: u32) -> bool {
-        PROBE_POWERS.iter().take(probes as usize).all(|&power| {
-            let (word, mask) = locate(seed.wrapping_mul(power));
-            self.0[word] & mask != 0
-        })
+        PROBE_POWERS
+            .iter()
+            .take(probes as usize)
+            .fold(true, |all, &power| {
+                let (word, mask) = locate(seed.wrapping_mul(power));
+                all & (self.0[word] & mask != 0)
+            })
     }
 }
 
