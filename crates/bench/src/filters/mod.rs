@@ -169,7 +169,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             sizing.len()
         ));
         outcome = outcome.and(report_run(args, &header, &entries, &keys, started));
-        println!();
+        if !args.json {
+            println!();
+        }
     }
     outcome
 }
