@@ -6,7 +6,7 @@ use crate::filter::delegate_filter;
 use crate::fuse;
 use crate::{
     AtomicBloom, BinaryFuse8, BinaryFuse16, BlockedBloom, CountingBloom, CuckooFilter,
-    PartitionedBloom, Ribbon, ScalableBloom, StandardBloom, Xor8, Xor16,
+    PartitionedBloom, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, Xor8, Xor16,
 };
 
 /// Any key filter kind, as read from an encoding whose header names the
@@ -45,6 +45,8 @@ pub enum AnyFilter {
     BinaryFuse8(BinaryFuse8),
     /// Kind 11, 16-bit fingerprints.
     BinaryFuse16(BinaryFuse16),
+    /// Kind 12.
+    SplitBlock(SplitBlockBloom),
 }
 
 impl AnyFilter {
@@ -70,6 +72,7 @@ impl AnyFilter {
                 16 => Self::BinaryFuse16(BinaryFuse16::decode(bytes)?),
                 _ => return Err(DecodeError::Invalid("fingerprint width is not 8 or 16")),
             },
+            FilterKind::SplitBlockBloom => Self::SplitBlock(SplitBlockBloom::decode(bytes)?),
         })
     }
 
@@ -87,6 +90,7 @@ impl AnyFilter {
             Self::Atomic(_) => FilterKind::AtomicBloom,
             Self::Xor8(_) | Self::Xor16(_) => FilterKind::Xor,
             Self::BinaryFuse8(_) | Self::BinaryFuse16(_) => FilterKind::BinaryFuse,
+            Self::SplitBlock(_) => FilterKind::SplitBlockBloom,
         }
     }
 }
@@ -104,4 +108,5 @@ delegate_filter!(AnyFilter {
     Xor16,
     BinaryFuse8,
     BinaryFuse16,
+    SplitBlock,
 });

@@ -55,6 +55,8 @@ pub enum FilterKind {
     Xor = 10,
     /// [`crate::BinaryFuseFilter`], 8- or 16-bit fingerprints (a body field).
     BinaryFuse = 11,
+    /// [`crate::SplitBlockBloom`].
+    SplitBlockBloom = 12,
 }
 
 impl FilterKind {
@@ -72,6 +74,7 @@ impl FilterKind {
             9 => Self::RangeFilter,
             10 => Self::Xor,
             11 => Self::BinaryFuse,
+            12 => Self::SplitBlockBloom,
             other => return Err(DecodeError::UnknownKind(other)),
         })
     }

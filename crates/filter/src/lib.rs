@@ -10,6 +10,7 @@
 //! |---|---|
 //! | [`StandardBloom`] | reference Bloom; OR-able value filters ([`StandardBloom::union`]) |
 //! | [`BlockedBloom`] | default SSTable key filter: one 512-bit cache line per query |
+//! | [`SplitBlockBloom`] | the fastest Bloom query (one bit per 32-bit lane of a 256-bit block), for hot levels |
 //! | [`Ribbon`] | static key filters of long-lived levels, ~30% smaller than Bloom |
 //! | [`BinaryFuseFilter`] | static key sets: 9.04 bits/key at FPR `2^-8` ([`BinaryFuse8`], 1M keys), 18.1 at `2^-16` ([`BinaryFuse16`]) |
 //! | [`XorFilter`] | static key sets: 9.84 bits/key at `2^-8` ([`Xor8`]), 19.7 at `2^-16` ([`Xor16`]) |
@@ -46,6 +47,7 @@ mod probe;
 mod range;
 mod ribbon;
 mod scalable;
+mod split;
 mod standard;
 
 pub use any::AnyFilter;
@@ -66,4 +68,5 @@ pub use probe::DoubleHashing;
 pub use range::RangeFilter;
 pub use ribbon::{Ribbon, RibbonBuilder, StaticFilter};
 pub use scalable::ScalableBloom;
+pub use split::{SplitBlockBloom, SplitBlockBloomBuilder};
 pub use standard::{BloomShape, StandardBloom};

@@ -6,7 +6,7 @@ use common::*;
 use sift_filter::{
     AnyFilter, AtomicBloom, BinaryFuse8, BinaryFuse16, BlockedBloom, BloomShape, CountingBloom,
     CuckooFilter, DecodeError, Filter, FilterBuilder, FilterKind, PartitionedBloom, RibbonBuilder,
-    ScalableBloom, StandardBloom, StaticFilter, Xor8, Xor16,
+    ScalableBloom, SplitBlockBloom, StandardBloom, StaticFilter, Xor8, Xor16,
 };
 
 /// One filter of each kind holding `members`.
@@ -66,6 +66,10 @@ fn one_of_each(members: &[sift_filter::KeyHash]) -> Vec<(FilterKind, Box<dyn Fil
         (
             FilterKind::BinaryFuse,
             Box::new(BinaryFuse16::from_hashes(members).unwrap()),
+        ),
+        (
+            FilterKind::SplitBlockBloom,
+            Box::new(SplitBlockBloom::from_hashes(members, 10.0).unwrap()),
         ),
     ]
 }

@@ -280,7 +280,7 @@ impl Filter for BlockedBloom {
 }
 
 /// `bits_per_key` if finite and positive, else `InvalidParameter`.
-fn check_bits_per_key(bits_per_key: f64) -> Result<f64> {
+pub(crate) fn check_bits_per_key(bits_per_key: f64) -> Result<f64> {
     if bits_per_key.is_finite() && bits_per_key > 0.0 {
         Ok(bits_per_key)
     } else {

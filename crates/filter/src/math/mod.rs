@@ -24,6 +24,11 @@
 //! (balls-into-bins) distribution of its set-bit count `X`;
 //! [`blocked_bloom_fpr_std_dev`] is one filter's spread around it.
 //!
+//! A split-block Bloom filter keeps each key's `k ≤ 8` bits in distinct
+//! 32-bit lanes of one 256-bit block: [`split_block_bloom_fpr`] is exact
+//! for its layout (inclusion-exclusion over the lanes a non-member finds
+//! clear), and [`split_block_bloom_probes`] picks `k`.
+//!
 //! A Ribbon filter of `b` bits/key over `n` keys stores about
 //! `b / (1 + ε)` result bits per slot, `ε` its banding overhead, and a
 //! non-member matches them with probability `2^{-b/(1+ε)}`: [`ribbon_fpr`]
@@ -47,6 +52,7 @@
 mod fuse;
 mod monkey;
 mod range;
+mod split;
 
 pub use fuse::{
     BINARY_FUSE_MAX_LOG2_SEGMENT_LENGTH, binary_fuse_array_length, binary_fuse_bits_per_key,
@@ -58,6 +64,7 @@ pub use range::{
     RANGE_FILTER_MAX_HASH_SPACE, range_filter_bits_per_key, range_filter_fpr,
     range_filter_hash_space,
 };
+pub use split::{split_block_bloom_fpr, split_block_bloom_fpr_at, split_block_bloom_probes};
 
 use std::f64::consts::LN_2;
 
