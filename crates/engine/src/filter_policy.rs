@@ -9,12 +9,14 @@
 //! projection: the level sizes once the write is installed.
 //!
 //! The kind follows the level: blocked Bloom above
-//! [`FilterPolicy::ribbon_from_level`], Ribbon from it down, and Binary
+//! [`FilterPolicy::ribbon_from_level`] (split-block Bloom down to
+//! [`FilterPolicy::split_block_to_level`]), Ribbon from it down, and Binary
 //! Fuse from [`FilterPolicy::fuse_from_level`] down. The bits per key are
 //! fixed per level, or Monkey's allocation of a memory budget
 //! ([`sift_filter::math::monkey_bits_per_key`]), in which each level is
 //! sized on the FPR curve of the kind it gets: [`FprCurve::BLOCKED_BLOOM`],
-//! [`FprCurve::ribbon`] or [`FprCurve::binary_fuse`].
+//! [`FprCurve::SPLIT_BLOCK_BLOOM`], [`FprCurve::ribbon`] or
+//! [`FprCurve::binary_fuse`].
 
 use sift_filter::math::{FprCurve, monkey_bits_per_key};
 
@@ -82,6 +84,13 @@ pub struct FilterPolicy {
     /// key. A construction that fails falls back to blocked Bloom. Default
     /// `None`.
     pub fuse_from_level: Option<usize>,
+    /// Levels at or above this one (this level and the shallower ones) get
+    /// split-block Bloom filters where they would get blocked Bloom: the
+    /// fastest query (one bit per 32-bit lane of a 256-bit block, no
+    /// multiply), for about 6% more memory at 1% FPR and 10% more at 0.1%.
+    /// For the hot levels, whose filters are probed most per byte. Levels
+    /// that get Ribbon or Binary Fuse keep them. Default `None`.
+    pub split_block_to_level: Option<usize>,
     /// Drops the filter of the last level (RocksDB's
     /// `optimize_filters_for_hits`): right when lookups are nearly always
     /// for present keys, which the last level holds anyway. The other
@@ -160,6 +169,16 @@ impl FilterPolicy {
     pub fn binary_fuse(bits_per_key: f64) -> Self {
         Self {
             fuse_from_level: Some(0),
+            ..Self::blocked_bloom(bits_per_key)
+        }
+    }
+
+    /// Split-block Bloom at `bits_per_key` on every level: the fixed policy
+    /// for comparing kinds in the engine.
+    #[must_use]
+    pub fn split_block_bloom(bits_per_key: f64) -> Self {
+        Self {
+            split_block_to_level: Some(usize::MAX),
             ..Self::blocked_bloom(bits_per_key)
         }
     }
@@ -258,6 +277,8 @@ impl FilterPolicy {
             FilterKindChoice::BinaryFuse
         } else if self.ribbon_from_level.is_some_and(|from| level >= from) {
             FilterKindChoice::Ribbon
+        } else if self.split_block_to_level.is_some_and(|to| level <= to) {
+            FilterKindChoice::SplitBlockBloom
         } else {
             FilterKindChoice::BlockedBloom
         }
@@ -274,6 +295,7 @@ impl FilterPolicy {
         match self.kind(level) {
             FilterKindChoice::Ribbon => FprCurve::ribbon(keys_per_filter),
             FilterKindChoice::BinaryFuse => FprCurve::binary_fuse(keys_per_filter),
+            FilterKindChoice::SplitBlockBloom => FprCurve::SPLIT_BLOCK_BLOOM,
             FilterKindChoice::BlockedBloom | FilterKindChoice::None => FprCurve::BLOCKED_BLOOM,
         }
     }
@@ -358,6 +380,7 @@ impl Default for FilterPolicy {
             bits_per_key: BitsPerKey::Monkey { average: 10.0 },
             ribbon_from_level: Some(2),
             fuse_from_level: None,
+            split_block_to_level: None,
             optimize_filters_for_hits: false,
             partition_keys: 1_000_000,
             prefix_extractor: None,
@@ -379,6 +402,8 @@ pub(crate) enum FilterKindChoice {
     /// Binary Fuse, 16- or 8-bit fingerprints as the bits pay for (else
     /// Ribbon; blocked Bloom where construction fails).
     BinaryFuse,
+    /// Split-block Bloom (256-bit blocks, one bit per lane).
+    SplitBlockBloom,
 }
 
 /// A filter kind and its bits per key.

@@ -119,6 +119,30 @@ fn binary_fuse_tables_reject_missing_keys_at_their_fingerprints_fpr() {
     }
 }
 
+/// Split-block Bloom tables: every present key found, and missing keys
+/// rejected at the kind's formula, 1.11% at 10 bits per key (each table's
+/// 2,000 keys fill 79 blocks, 10.1 bits a key; the bound takes 1.2%).
+#[test]
+fn split_block_tables_reject_missing_keys_at_their_formula() {
+    let db = overlapping_tables(FilterPolicy::split_block_bloom(10.0));
+    let level = &db.stats().levels[0];
+    assert_eq!(level.filter_kind, "split_block_bloom", "{level:?}");
+    for i in (0..TABLES * KEYS_PER_TABLE).step_by(97) {
+        assert!(db.contains_key((2 * i).to_be_bytes()).unwrap(), "key {i}");
+    }
+    let before = db.stats();
+    for i in 0..5_000u64 {
+        assert_eq!(db.get(missing(i)).unwrap(), None);
+    }
+    let after = db.stats();
+    let probes = (after.filter_probes - before.filter_probes) as f64;
+    let blocks = (after.data_blocks_read - before.data_blocks_read) as f64;
+    assert_eq!(probes, 5_000.0 * TABLES as f64);
+    let p = 0.012;
+    let bound = probes * p + 5.0 * (probes * p * (1.0 - p)).sqrt();
+    assert!(blocks < bound, "{blocks} blocks for {probes} probes");
+}
+
 #[test]
 fn without_filters_every_table_is_read() {
     let db = overlapping_tables(FilterPolicy::blocked_bloom(0.0));

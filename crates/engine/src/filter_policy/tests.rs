@@ -2,7 +2,7 @@
 
 use sift_filter::math::{
     FprCurve, binary_fuse_bits_per_key, blocked_bloom_fpr, monkey_bits_per_key, ribbon_fpr,
-    xor_family_fpr,
+    split_block_bloom_fpr_at, xor_family_fpr,
 };
 
 use super::*;
@@ -54,6 +54,9 @@ fn true_fpr(kind: FilterKindChoice, entries: u64, bits_per_key: f64) -> f64 {
                 .map(|k| blocked_bloom_fpr(m, n, k, 512))
                 .fold(1.0, f64::min)
         }
+        FilterKindChoice::SplitBlockBloom => (1..=8)
+            .map(|k| split_block_bloom_fpr_at(bits_per_key, k))
+            .fold(1.0, f64::min),
         FilterKindChoice::Ribbon => ribbon_fpr(entries.min(1_000_000), bits_per_key),
         // The widest fingerprint the bits pay for, else Ribbon.
         FilterKindChoice::BinaryFuse => {
@@ -69,6 +72,32 @@ fn true_fpr(kind: FilterKindChoice, entries: u64, bits_per_key: f64) -> f64 {
 const BLOOM: FilterKindChoice = FilterKindChoice::BlockedBloom;
 const RIBBON: FilterKindChoice = FilterKindChoice::Ribbon;
 const NONE: FilterKindChoice = FilterKindChoice::None;
+const SPLIT: FilterKindChoice = FilterKindChoice::SplitBlockBloom;
+
+#[test]
+fn split_block_bloom_replaces_blocked_bloom_down_to_its_level() {
+    let policy = FilterPolicy {
+        split_block_to_level: Some(0),
+        ..FilterPolicy::default()
+    };
+    assert_eq!(
+        kinds(&plan(&policy, &SHAPE)),
+        [SPLIT, BLOOM, RIBBON, RIBBON]
+    );
+    // Ribbon levels keep Ribbon, however deep the split-block levels reach.
+    let deep = FilterPolicy {
+        split_block_to_level: Some(9),
+        ..FilterPolicy::default()
+    };
+    assert_eq!(kinds(&plan(&deep, &SHAPE)), [SPLIT, SPLIT, RIBBON, RIBBON]);
+    let uniform = plan(&FilterPolicy::split_block_bloom(10.0), &SHAPE);
+    assert!(
+        uniform
+            .iter()
+            .all(|c| c.kind == SPLIT && c.bits_per_key == 10.0),
+        "{uniform:?}"
+    );
+}
 
 #[test]
 fn per_level_bits_are_fixed_and_the_last_value_repeats() {
@@ -103,6 +132,10 @@ fn monkey_spends_exactly_the_budget() {
                 },
                 FilterPolicy {
                     fuse_from_level: Some(2),
+                    ..monkey(average)
+                },
+                FilterPolicy {
+                    split_block_to_level: Some(1),
                     ..monkey(average)
                 },
             ] {

@@ -31,6 +31,8 @@ pub(crate) enum BuiltFilterKind {
     Mixed = 3,
     /// Every filter is Binary Fuse (8- or 16-bit fingerprints).
     BinaryFuse = 4,
+    /// Every filter is split-block Bloom.
+    SplitBlockBloom = 5,
 }
 
 impl BuiltFilterKind {
@@ -42,6 +44,7 @@ impl BuiltFilterKind {
             2 => Some(Self::Ribbon),
             3 => Some(Self::Mixed),
             4 => Some(Self::BinaryFuse),
+            5 => Some(Self::SplitBlockBloom),
             _ => None,
         }
     }
@@ -52,6 +55,7 @@ impl BuiltFilterKind {
             FilterKind::BlockedBloom => Self::BlockedBloom,
             FilterKind::Ribbon => Self::Ribbon,
             FilterKind::BinaryFuse => Self::BinaryFuse,
+            FilterKind::SplitBlockBloom => Self::SplitBlockBloom,
             _ => Self::Mixed,
         };
         let Some(first) = kinds.next() else {
@@ -72,6 +76,7 @@ impl BuiltFilterKind {
             Self::Ribbon => "ribbon",
             Self::Mixed => "mixed",
             Self::BinaryFuse => "binary_fuse",
+            Self::SplitBlockBloom => "split_block_bloom",
         }
     }
 }

@@ -93,6 +93,20 @@ impl FprCurve {
         decay: 0.396_93,
     };
 
+    /// A split-block Bloom filter (256-bit blocks, at most 8 probes) at its
+    /// best probe count: the least-squares line through `ln p` of its
+    /// exact FPR ([`split_block_bloom_fpr_at`]) at every whole bits/key from
+    /// 4 to 24 (1.5e-1 to 1.6e-4), within a factor 1.53 of it there (the
+    /// test `split_block_bloom_constants_fit_the_formula` recomputes both).
+    /// Flatter than the blocked Bloom's: smaller blocks, and the probes
+    /// stop at 8 from 16 bits/key.
+    ///
+    /// [`split_block_bloom_fpr_at`]: super::split_block_bloom_fpr_at
+    pub const SPLIT_BLOCK_BLOOM: Self = Self {
+        scale: 0.390_75,
+        decay: 0.341_80,
+    };
+
     /// A Ribbon filter whose filters hold about `keys_per_filter` keys: it
     /// stores `b / (1 + ε)` result bits per slot, `1 + ε` the slots per key
     /// banding needs (1.027 at 16,384 keys, 1.047 at 1,000,000; see
@@ -450,6 +464,46 @@ mod tests {
         assert!(worst < 1.32f64.ln(), "{worst}");
         // Flatter than Bloom's curve: blocking costs more the more bits.
         assert!(curve.decay < FprCurve::BLOOM.decay);
+    }
+
+    /// The least-squares line `(decay, scale)` through `(b, ln p(b))`, and
+    /// the largest factor between the line and `p` at those points.
+    fn fitted(points: &[(f64, f64)]) -> (f64, f64, f64) {
+        let count = points.len() as f64;
+        let mean_b = points.iter().map(|p| p.0).sum::<f64>() / count;
+        let mean_ln = points.iter().map(|p| p.1).sum::<f64>() / count;
+        let cov: f64 = points
+            .iter()
+            .map(|p| (p.0 - mean_b) * (p.1 - mean_ln))
+            .sum();
+        let var: f64 = points.iter().map(|p| (p.0 - mean_b).powi(2)).sum();
+        let decay = -cov / var;
+        let scale = (mean_ln + decay * mean_b).exp();
+        let worst = points
+            .iter()
+            .map(|&(b, ln_p)| (scale.ln() - decay * b - ln_p).abs())
+            .fold(0.0, f64::max);
+        (decay, scale, worst.exp())
+    }
+
+    #[test]
+    fn split_block_bloom_constants_fit_the_formula() {
+        use super::super::{split_block_bloom_fpr_at, split_block_bloom_probes};
+        let points: Vec<(f64, f64)> = (4..=24)
+            .map(f64::from)
+            .map(|b| {
+                (
+                    b,
+                    split_block_bloom_fpr_at(b, split_block_bloom_probes(b)).ln(),
+                )
+            })
+            .collect();
+        let (decay, scale, worst) = fitted(&points);
+        let curve = FprCurve::SPLIT_BLOCK_BLOOM;
+        assert!((decay - curve.decay).abs() < 1e-5, "decay {decay}");
+        assert!((scale / curve.scale - 1.0).abs() < 1e-4, "scale {scale}");
+        assert!(worst < 1.53, "{worst}");
+        assert!(curve.decay < FprCurve::BLOCKED_BLOOM.decay);
     }
 
     #[test]

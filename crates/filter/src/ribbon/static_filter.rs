@@ -5,11 +5,12 @@ use crate::codec::{self, FilterKind};
 use crate::error::DecodeError;
 use crate::filter::delegate_filter;
 use crate::fuse::peek_width;
-use crate::{BinaryFuse8, BinaryFuse16, BlockedBloom};
+use crate::{BinaryFuse8, BinaryFuse16, BlockedBloom, SplitBlockBloom};
 
 /// A static key filter, as a table holds it: Ribbon (when it is built and
-/// smaller, see [`RibbonBuilder`](super::RibbonBuilder)), Binary Fuse, or
-/// blocked Bloom (by choice, or as either one's fallback). Either way no
+/// smaller, see [`RibbonBuilder`](super::RibbonBuilder)), Binary Fuse,
+/// split-block Bloom, or blocked Bloom (by choice, or as Ribbon's or
+/// Binary Fuse's fallback). Either way no
 /// false negatives; every [`Filter`] method delegates to the filter held,
 /// and [`encode`](Filter::encode) writes that filter's own encoding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,11 +24,13 @@ pub enum StaticFilter {
     BinaryFuse8(BinaryFuse8),
     /// A Binary Fuse filter of 16-bit fingerprints.
     BinaryFuse16(BinaryFuse16),
+    /// A split-block Bloom filter.
+    SplitBlock(SplitBlockBloom),
 }
 
 impl StaticFilter {
-    /// Decodes a Ribbon, blocked Bloom or Binary Fuse encoding, as its
-    /// header says; `WrongKind` for any other kind.
+    /// Decodes a Ribbon, blocked Bloom, Binary Fuse or split-block Bloom
+    /// encoding, as its header says; `WrongKind` for any other kind.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         match codec::peek_kind(bytes)? {
             FilterKind::Ribbon => Ribbon::decode(bytes).map(Self::Ribbon),
@@ -37,6 +40,7 @@ impl StaticFilter {
                 16 => BinaryFuse16::decode(bytes).map(Self::BinaryFuse16),
                 _ => Err(DecodeError::Invalid("fingerprint width is not 8 or 16")),
             },
+            FilterKind::SplitBlockBloom => SplitBlockBloom::decode(bytes).map(Self::SplitBlock),
             found => Err(DecodeError::WrongKind {
                 expected: FilterKind::Ribbon,
                 found,
@@ -51,6 +55,7 @@ impl StaticFilter {
             Self::Ribbon(_) => FilterKind::Ribbon,
             Self::Bloom(_) => FilterKind::BlockedBloom,
             Self::BinaryFuse8(_) | Self::BinaryFuse16(_) => FilterKind::BinaryFuse,
+            Self::SplitBlock(_) => FilterKind::SplitBlockBloom,
         }
     }
 }
@@ -59,5 +64,6 @@ delegate_filter!(StaticFilter {
     Ribbon,
     Bloom,
     BinaryFuse8,
-    BinaryFuse16
+    BinaryFuse16,
+    SplitBlock
 });

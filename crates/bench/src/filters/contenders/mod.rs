@@ -27,6 +27,7 @@ mod sift_fuse;
 mod sift_partitioned;
 mod sift_ribbon;
 mod sift_scalable;
+mod sift_split;
 mod sift_standard;
 mod xorf;
 
@@ -106,6 +107,7 @@ pub fn all() -> Vec<Box<dyn Contender>> {
     vec![
         Box::new(sift_blocked::SiftBlocked),
         Box::new(sift_blocked::SiftBlockedBuilder),
+        Box::new(sift_split::SiftSplit),
         Box::new(sift_ribbon::SiftRibbon::SEVEN_BITS),
         Box::new(sift_ribbon::SiftRibbon::ONE_PERCENT),
         Box::new(sift_standard::SiftStandard),

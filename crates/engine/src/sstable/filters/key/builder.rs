@@ -7,7 +7,7 @@
 use sift_filter::math::binary_fuse_bits_per_key;
 use sift_filter::{
     BinaryFuse8, BinaryFuse16, BlockedBloomBuilder, Filter, FilterBuilder, FilterKind, KeyHash,
-    RibbonBuilder, StaticFilter,
+    RibbonBuilder, SplitBlockBloomBuilder, StaticFilter,
 };
 
 use crate::filter_policy::{FilterChoice, FilterKindChoice};
@@ -59,6 +59,7 @@ pub(crate) enum FilterOutput {
 #[derive(Debug, Clone)]
 enum Prototype {
     Bloom(BlockedBloomBuilder),
+    SplitBlock(SplitBlockBloomBuilder),
     Ribbon(RibbonBuilder),
     /// Binary Fuse within `bits_per_key`; Ribbon where those bits cannot
     /// pay for 8-bit fingerprints, blocked Bloom where construction fails.
@@ -79,6 +80,9 @@ impl Prototype {
         let bits = choice.bits_per_key;
         match choice.kind {
             FilterKindChoice::BlockedBloom => BlockedBloomBuilder::new(bits).ok().map(Self::Bloom),
+            FilterKindChoice::SplitBlockBloom => {
+                SplitBlockBloomBuilder::new(bits).ok().map(Self::SplitBlock)
+            }
             FilterKindChoice::Ribbon => RibbonBuilder::new(bits).ok().map(Self::Ribbon),
             FilterKindChoice::BinaryFuse => Some(Self::Fuse {
                 bits_per_key: bits,
@@ -92,6 +96,7 @@ impl Prototype {
     fn build(&self, hashes: &[KeyHash]) -> BuiltFilter {
         let filter = match self {
             Self::Bloom(proto) => StaticFilter::Bloom(fill(proto, hashes).finish()),
+            Self::SplitBlock(proto) => StaticFilter::SplitBlock(fill(proto, hashes).finish()),
             Self::Ribbon(proto) => fill(proto, hashes).finish(),
             Self::Fuse {
                 bits_per_key,
