@@ -233,7 +233,7 @@ impl Filter for SplitBlockBloom {
         let block = unsafe { self.blocks.get_unchecked(self.block_index(hash)) };
         let window = self.window(hash);
         match self.path {
-            QueryPath::Scalar => block.contains(hash, window),
+            QueryPath::Scalar => portable_contains(block, hash, window),
             // SAFETY: `QueryPath::detect` picks `Avx2` only where
             // `avx2::available` found that this CPU executes AVX2.
             #[cfg(target_arch = "x86_64")]
@@ -310,6 +310,16 @@ impl Filter for SplitBlockBloom {
         }
         codec::seal(FilterKind::SplitBlockBloom, w)
     }
+}
+
+/// [`Block::contains`], out of line on x86-64, where it only serves CPUs
+/// without AVX2: inlined there, it made `may_contain` too large for the
+/// compiler to inline into a caller's loop, which then paid two calls per
+/// query instead of one.
+#[cfg_attr(target_arch = "x86_64", inline(never))]
+#[cfg_attr(not(target_arch = "x86_64"), inline)]
+fn portable_contains(block: &Block, hash: KeyHash, window: &Lanes) -> bool {
+    block.contains(hash, window)
 }
 
 /// Checks `bits_per_key` and that `n` keys at it fit in [`MAX_BLOCKS`].
