@@ -1,11 +1,12 @@
 //! The split-block Bloom filter: each key sets one bit in each of `k ≤ 8`
 //! 32-bit lanes of one 256-bit block (the layout of Parquet's filters,
 //! generalised to any `k` by a rotating window; see `block.rs`). The
-//! fastest Bloom query Sift has: no multiply, one 32-byte load, about 10
-//! instructions on AVX2. The price is memory: at equal FPR it needs about
-//! 6% more bits than the 512-bit [`BlockedBloom`](crate::BlockedBloom) at
-//! 1% and 10% more at 0.1%, whose larger blocks even out the load. So it
-//! suits the filters queried most per byte: the hot, small levels.
+//! fastest Bloom query Sift has: no multiply inside the block, one 32-byte
+//! load, about 10 instructions on AVX2. The price is memory: at equal FPR
+//! it needs 3% more bits than the 512-bit
+//! [`BlockedBloom`](crate::BlockedBloom) at 1%, 5% at 0.4% and 9% at 0.1%
+//! (whose larger blocks even out the load). So it suits the filters
+//! queried most per byte: the hot, small levels.
 //!
 //! Layout, from a [`KeyHash`]:
 //! - block `(hash.lo() >> 32) · num_blocks >> 32`, a 32-bit fastrange
