@@ -90,7 +90,8 @@ pub struct Args {
 
     /// Engines to run (comma-separated): sift, sift-noscan (Sift without
     /// its scan filters, to measure them), sift-fuse (Sift with Binary
-    /// Fuse key filters in the same bits per key), fjall, and rocksdb when
+    /// Fuse key filters in the same bits per key), sift-split (Sift with
+    /// split-block Bloom key filters at them), fjall, and rocksdb when
     /// built with the `rocksdb` feature.
     #[arg(long, value_delimiter = ',', default_value = "sift,fjall")]
     engines: Vec<String>,
@@ -438,6 +439,7 @@ const ENGINES: &[&str] = &[
     "sift",
     "sift-noscan",
     "sift-fuse",
+    "sift-split",
     "fjall",
     #[cfg(feature = "rocksdb")]
     "rocksdb",
@@ -481,6 +483,7 @@ fn open(
         "sift" => Box::new(sift::Sift::open(dir, settings, store, Flavor::Bloom)?),
         "sift-noscan" => Box::new(sift::Sift::open(dir, settings, store, Flavor::NoScan)?),
         "sift-fuse" => Box::new(sift::Sift::open(dir, settings, store, Flavor::Fuse)?),
+        "sift-split" => Box::new(sift::Sift::open(dir, settings, store, Flavor::Split)?),
         "fjall" => Box::new(fjall::Fjall::open(dir, settings)?),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Box::new(rocksdb::RocksDb::open(dir, settings, store, pass)?),

@@ -22,7 +22,8 @@ use crate::filters::keys::Key;
 /// no prefix extractor): Sift as it read scans before them, run side by
 /// side to measure what they gain and cost. `sift-fuse` is the same store
 /// with Binary Fuse key filters ([`FilterPolicy::binary_fuse`]) within
-/// the same bits per key.
+/// the same bits per key, `sift-split` with split-block Bloom key filters
+/// ([`FilterPolicy::split_block_bloom`]) at them.
 pub struct Sift {
     db: Db,
     scan_filters: bool,
@@ -37,6 +38,8 @@ pub enum Flavor {
     NoScan,
     /// `sift-fuse`: Binary Fuse key filters, scan filters on.
     Fuse,
+    /// `sift-split`: split-block Bloom key filters, scan filters on.
+    Split,
 }
 
 impl Sift {
@@ -51,6 +54,7 @@ impl Sift {
         let scan_filters = flavor != Flavor::NoScan;
         let mut policy = match flavor {
             Flavor::Fuse => FilterPolicy::binary_fuse(settings.bits_per_key),
+            Flavor::Split => FilterPolicy::split_block_bloom(settings.bits_per_key),
             Flavor::Bloom | Flavor::NoScan => FilterPolicy::blocked_bloom(settings.bits_per_key),
         };
         policy.range_filter = scan_filters.then(|| RangeFilterPolicy {
