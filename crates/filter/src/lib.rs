@@ -34,6 +34,7 @@ pub mod math;
 mod any;
 mod atomic;
 mod bits;
+mod block_array;
 mod blocked;
 mod counting;
 mod cuckoo;

@@ -26,16 +26,8 @@ use super::block::{Block, POSITION_SHIFT, PROBE_POWERS};
 /// Probes per round: 8 lanes of 32 bits.
 const LANES: u32 = 8;
 
-/// Whether this CPU runs AVX2. Known at compile time when the crate is built
-/// with AVX2 enabled; otherwise std's detection, which caches its answer in
-/// a static after the first call, so this is one load and a branch.
-#[inline]
-pub(super) fn available() -> bool {
-    cfg!(target_feature = "avx2") || std::arch::is_x86_feature_detected!("avx2")
-}
-
 /// Same answer as [`Block::contains`] for every probe count. Callable only
-/// where [`available`] returned true.
+/// where `QueryPath::detect` chose `Avx2`.
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn contains(block: &Block, seed: u32, probes: u32) -> bool {
@@ -83,11 +75,12 @@ pub(super) fn contains(block: &Block, seed: u32, probes: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::block_array::QueryPath;
     use crate::hash::mix64;
 
     #[test]
     fn agrees_with_scalar_on_every_probe_count() {
-        if !available() {
+        if QueryPath::detect() != QueryPath::Avx2 {
             return;
         }
         let mut state = 1u64;
@@ -105,7 +98,7 @@ mod tests {
             }
             for probes in 0..=24 {
                 let seed = next() as u32;
-                // SAFETY: `available()` returned true above.
+                // SAFETY: `QueryPath::detect` found AVX2 above.
                 let simd = unsafe { contains(&block, seed, probes) };
                 assert_eq!(
                     simd,

@@ -1,6 +1,7 @@
 //! The builder of a [`BlockedBloom`]: buffers hashes, sizes at `finish`.
 
-use super::{BlockedBloom, check_bits_per_key};
+use super::BlockedBloom;
+use crate::block_array::check_bits_per_key;
 use crate::error::Result;
 use crate::filter::FilterBuilder;
 use crate::hash::KeyHash;

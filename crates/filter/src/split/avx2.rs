@@ -13,14 +13,8 @@ use core::arch::x86_64::{
 
 use super::block::{Block, Lanes};
 
-/// Whether this CPU runs AVX2 (see the blocked Bloom's `avx2::available`).
-#[inline]
-pub(super) fn available() -> bool {
-    cfg!(target_feature = "avx2") || std::arch::is_x86_feature_detected!("avx2")
-}
-
-/// Same answer as [`Block::contains`]. Callable only where [`available`]
-/// returned true.
+/// Same answer as [`Block::contains`]. Callable only where
+/// `QueryPath::detect` chose `Avx2`.
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn contains(block: &Block, hi: u64, window: &Lanes) -> bool {
@@ -43,12 +37,13 @@ pub(super) fn contains(block: &Block, hi: u64, window: &Lanes) -> bool {
 mod tests {
     use super::*;
     use crate::KeyHash;
+    use crate::block_array::QueryPath;
     use crate::hash::mix64;
     use crate::split::block::{LANES, WINDOWS, window_start};
 
     #[test]
     fn agrees_with_scalar_on_every_probe_count() {
-        if !available() {
+        if QueryPath::detect() != QueryPath::Avx2 {
             return;
         }
         let mut state = 7u64;
@@ -66,7 +61,7 @@ mod tests {
             for k in 0..=LANES {
                 let hash = KeyHash::from_parts(next(), next());
                 let window = &WINDOWS.0[k][window_start(hash)];
-                // SAFETY: `available()` returned true above.
+                // SAFETY: `QueryPath::detect` found AVX2 above.
                 let simd = unsafe { contains(&block, hash.hi(), window) };
                 assert_eq!(
                     simd,

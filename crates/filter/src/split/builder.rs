@@ -1,7 +1,7 @@
 //! The builder of a [`SplitBlockBloom`]: buffers hashes, sizes at `finish`.
 
 use super::SplitBlockBloom;
-use crate::blocked::check_bits_per_key;
+use crate::block_array::check_bits_per_key;
 use crate::error::Result;
 use crate::filter::FilterBuilder;
 use crate::hash::KeyHash;

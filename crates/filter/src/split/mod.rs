@@ -10,7 +10,7 @@
 //!
 //! Layout, from a [`KeyHash`]:
 //! - block `(hash.lo() >> 32) · num_blocks >> 32`, a 32-bit fastrange
-//!   (one multiply; `num_blocks < 2^32` always holds, see [`MAX_BLOCKS`]);
+//!   (one multiply; `num_blocks < 2^32` always holds, see `ARRAY`);
 //! - inside it, the window and bits from `hash.hi()` (`block.rs`);
 //! - `num_blocks = max(1, ceil(n · bits_per_key / 256))`;
 //! - `k` minimises [`math::split_block_bloom_fpr_at`] at the filter's real
@@ -27,20 +27,19 @@ mod builder;
 use block::{BLOCK_BITS, BLOCK_BYTES, Block, LANES, Lanes, WINDOWS, window_start};
 pub use builder::SplitBlockBloomBuilder;
 
-use crate::blocked::check_bits_per_key;
+use crate::block_array::{BlockArray, QueryPath};
 use crate::codec::{self, FilterKind, Writer};
-use crate::error::{DecodeError, Error, Result};
+use crate::error::{DecodeError, Result};
 use crate::filter::Filter;
 use crate::hash::KeyHash;
 use crate::math::split_block_bloom_probes;
 
-/// Body bytes before the blocks: probe count (`u32`), block count (`u64`).
-const BODY_PREFIX: usize = 4 + 8;
-
-/// Most blocks in one filter: the envelope stores the body length as a
-/// `u32`, so `BODY_PREFIX + 32 · blocks` must fit. 134,217,727 blocks
-/// (4 GiB), far below the `2^32` the 32-bit block index allows.
-const MAX_BLOCKS: usize = (u32::MAX as usize - BODY_PREFIX) / BLOCK_BYTES;
+/// 256-bit blocks, up to 8 probes: at most 134,217,727 blocks (4 GiB), far
+/// below the `2^32` the 32-bit block index allows.
+const ARRAY: BlockArray = BlockArray {
+    block_bytes: BLOCK_BYTES,
+    max_probes: block::MAX_PROBES,
+};
 
 /// A split-block Bloom filter over 256-bit blocks.
 ///
@@ -55,33 +54,12 @@ const MAX_BLOCKS: usize = (u32::MAX as usize - BODY_PREFIX) / BLOCK_BYTES;
 /// [`math::split_block_bloom_fpr`]: crate::math::split_block_bloom_fpr
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitBlockBloom {
-    /// Never empty, at most [`MAX_BLOCKS`].
+    /// Never empty, fewer than `2^32`.
     blocks: Vec<Block>,
     probes: u32,
     /// `WINDOWS[probes]`: the window of each start lane.
     windows: &'static [Lanes; LANES],
     path: QueryPath,
-}
-
-/// How [`Filter::may_contain`] tests a block, chosen once per filter from
-/// the CPU's features (as the blocked Bloom's `QueryPath`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum QueryPath {
-    /// [`Block::contains`].
-    Scalar,
-    /// `avx2::contains`; only chosen where the CPU runs AVX2.
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-}
-
-impl QueryPath {
-    fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if avx2::available() {
-            return Self::Avx2;
-        }
-        Self::Scalar
-    }
 }
 
 impl SplitBlockBloom {
@@ -92,7 +70,7 @@ impl SplitBlockBloom {
     /// `bits_per_key` (fractional allowed). `Error::InvalidParameter` unless
     /// `bits_per_key` is finite and positive and the size is encodable.
     pub fn from_hashes(hashes: &[KeyHash], bits_per_key: f64) -> Result<Self> {
-        check_size(hashes.len() as u64, bits_per_key)?;
+        ARRAY.check_size(hashes.len() as u64, bits_per_key)?;
         Ok(Self::build(hashes, bits_per_key))
     }
 
@@ -100,7 +78,7 @@ impl SplitBlockBloom {
     /// by [`insert`](Self::insert). More keys than expected raise the FPR,
     /// never lose a key. Errors as [`from_hashes`](Self::from_hashes).
     pub fn with_capacity(expected_keys: u64, bits_per_key: f64) -> Result<Self> {
-        check_size(expected_keys, bits_per_key)?;
+        ARRAY.check_size(expected_keys, bits_per_key)?;
         Ok(Self::sized(expected_keys, bits_per_key))
     }
 
@@ -141,27 +119,8 @@ impl SplitBlockBloom {
     /// the payload length.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = codec::open(bytes, FilterKind::SplitBlockBloom)?;
-        let probes = r.u32()?;
-        if !(1..=Self::MAX_PROBES).contains(&probes) {
-            return Err(DecodeError::Invalid("probe count out of range"));
-        }
-        let count = r.u64()?;
-        if count == 0 {
-            return Err(DecodeError::Invalid("zero blocks"));
-        }
-        let count = usize::try_from(count)
-            .ok()
-            .filter(|&c| c <= MAX_BLOCKS)
-            .ok_or(DecodeError::Invalid("block count too large"))?;
-        // Cannot overflow: count ≤ MAX_BLOCKS keeps the product below u32::MAX.
-        let len = count * BLOCK_BYTES;
-        if r.remaining() != len {
-            return Err(DecodeError::Invalid(
-                "block count disagrees with payload length",
-            ));
-        }
-        let blocks = r
-            .bytes(len)?
+        let (probes, bytes) = ARRAY.read(&mut r)?;
+        let blocks = bytes
             .chunks_exact(BLOCK_BYTES)
             .map(Block::from_le_bytes)
             .collect();
@@ -170,7 +129,7 @@ impl SplitBlockBloom {
     }
 
     /// [`from_hashes`](Self::from_hashes) after validation; a size past
-    /// [`MAX_BLOCKS`] is capped there.
+    /// the largest encodable filter is capped there.
     pub(crate) fn build(hashes: &[KeyHash], bits_per_key: f64) -> Self {
         let mut filter = Self::sized(hashes.len() as u64, bits_per_key);
         for &hash in hashes {
@@ -179,15 +138,11 @@ impl SplitBlockBloom {
         filter
     }
 
-    /// An empty filter for `n` keys at `bits_per_key`, blocks capped at
-    /// [`MAX_BLOCKS`]; the probe count minimises the FPR at the resulting
-    /// `m/n` (at `bits_per_key` when `n` is 0).
+    /// An empty filter for `n` keys at `bits_per_key` (blocks capped at
+    /// the largest encodable filter); the probe count minimises the FPR at
+    /// the resulting `m/n` (at `bits_per_key` when `n` is 0).
     fn sized(n: u64, bits_per_key: f64) -> Self {
-        let blocks = wanted_blocks(n, bits_per_key).min(MAX_BLOCKS as f64) as usize;
-        let actual = match n {
-            0 => bits_per_key,
-            n => (blocks as f64 * f64::from(BLOCK_BITS)) / n as f64,
-        };
+        let (blocks, actual) = ARRAY.sized(n, bits_per_key);
         Self::with_blocks(
             vec![Block::default(); blocks],
             split_block_bloom_probes(actual),
@@ -235,8 +190,8 @@ impl Filter for SplitBlockBloom {
         let window = self.window(hash);
         match self.path {
             QueryPath::Scalar => portable_contains(block, hash, window),
-            // SAFETY: `QueryPath::detect` picks `Avx2` only where
-            // `avx2::available` found that this CPU executes AVX2.
+            // SAFETY: `QueryPath::detect` picks `Avx2` only where this CPU
+            // executes AVX2.
             #[cfg(target_arch = "x86_64")]
             QueryPath::Avx2 => unsafe { avx2::contains(block, hash.hi(), window) },
         }
@@ -323,25 +278,6 @@ fn portable_contains(block: &Block, hash: KeyHash, window: &Lanes) -> bool {
     block.contains(hash, window)
 }
 
-/// Checks `bits_per_key` and that `n` keys at it fit in [`MAX_BLOCKS`].
-fn check_size(n: u64, bits_per_key: f64) -> Result<()> {
-    let wanted = wanted_blocks(n, check_bits_per_key(bits_per_key)?);
-    if wanted > MAX_BLOCKS as f64 {
-        return Err(Error::InvalidParameter(format!(
-            "{n} keys at {bits_per_key} bits/key need {wanted} blocks, more than the {MAX_BLOCKS} an encoding holds"
-        )));
-    }
-    Ok(())
-}
-
-/// `max(1, ceil(n · bits_per_key / 256))`, as a float so that huge requests
-/// can be compared with [`MAX_BLOCKS`] before any conversion.
-fn wanted_blocks(n: u64, bits_per_key: f64) -> f64 {
-    (n as f64 * bits_per_key / f64::from(BLOCK_BITS))
-        .ceil()
-        .max(1.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,15 +303,8 @@ mod tests {
     }
 
     #[test]
-    fn oversized_requests_are_refused_or_capped() {
-        assert!(check_size(u64::MAX, 10.0).is_err());
-        assert!(check_size(1, f64::NAN).is_err());
-        assert!(check_size(MAX_BLOCKS as u64, 256.0).is_ok());
-        assert!(check_size(MAX_BLOCKS as u64 + 1, 256.0).is_err());
-        assert!(
-            (MAX_BLOCKS as u64) < 1 << 32,
-            "the 32-bit block index covers every block"
-        );
+    fn every_block_has_a_32_bit_index() {
+        assert!((ARRAY.max_blocks() as u64) < 1 << 32);
     }
 
     #[test]
