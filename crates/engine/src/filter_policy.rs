@@ -87,9 +87,9 @@ pub struct FilterPolicy {
     /// Levels at or above this one (this level and the shallower ones) get
     /// split-block Bloom filters where they would get blocked Bloom: the
     /// fastest query (one bit per 32-bit lane of a 256-bit block, no
-    /// multiply), for 3% more memory at 1% FPR and 9% more at 0.1%.
-    /// For the hot levels, whose filters are probed most per byte. Levels
-    /// that get Ribbon or Binary Fuse keep them. Default `None`.
+    /// multiply inside it), for 3% more memory at 1% FPR and 9% more at
+    /// 0.1%. For the hot levels, whose filters are probed most per byte.
+    /// Levels that get Ribbon or Binary Fuse keep them. Default `None`.
     pub split_block_to_level: Option<usize>,
     /// Drops the filter of the last level (RocksDB's
     /// `optimize_filters_for_hits`): right when lookups are nearly always
