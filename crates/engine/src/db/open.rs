@@ -235,7 +235,7 @@ impl Inner {
             counters: Counters::default(),
             visible_seq: AtomicU64::new(recovered.last_seq),
             current: ArcSwap::from_pointee(SuperVersion {
-                active: Arc::new(Memtable::new(wal_number)),
+                active: Arc::new(Memtable::with_postings(wal_number, &recovered.indexes)),
                 immutables: Vec::new(),
                 version: Arc::new(recovered.version),
             }),

@@ -361,7 +361,7 @@ impl Inner {
         immutables.push(Arc::clone(&current.active));
         immutables.extend(current.immutables.iter().cloned());
         self.install(SuperVersion {
-            active: Arc::new(Memtable::new(number)),
+            active: Arc::new(Memtable::with_postings(number, &self.indexes())),
             immutables,
             version: Arc::clone(&current.version),
         });

@@ -98,7 +98,7 @@ pub(super) fn leaves(version: &Version, index: &IndexRecord) -> Vec<(Arc<LiveTab
 
 impl Inner {
     /// The live value indexes (their definitions and leaf shapes).
-    pub(super) fn indexes(&self) -> Arc<Vec<IndexRecord>> {
+    pub(in crate::db) fn indexes(&self) -> Arc<Vec<IndexRecord>> {
         self.indexes.load_full()
     }
 

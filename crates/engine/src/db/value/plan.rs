@@ -58,8 +58,13 @@ pub(super) struct Workload {
     /// Results expected from them: per candidate table, its values over
     /// its distinct values, at most its candidate entries.
     pub expected_results: f64,
-    /// Entries of the memtables, which both ways read.
+    /// Entries of the memtables: the scan reads them all.
     pub memtable_entries: u64,
+    /// Of those, the entries of memtables the filtered way reads whole
+    /// (without postings of the index, or the value too common in them).
+    pub memtable_entries_read: u64,
+    /// Keys the filtered way looks up through the memtables' postings.
+    pub memtable_postings: u64,
     /// Data blocks of the whole store.
     pub total_blocks: u64,
     /// Entries of every table.
@@ -83,14 +88,17 @@ impl Estimate {
 }
 
 /// The estimates of both ways for `work` under `costs`.
+///
+/// A key looked up through a memtable's postings is charged as a
+/// validation: both are point lookups.
 pub(super) fn estimate(work: &Workload, costs: &Costs) -> Estimate {
-    let memtables = work.memtable_entries as f64;
+    let lookups = work.expected_results + work.memtable_postings as f64;
     Estimate {
         filtered_ns: work.candidate_blocks as f64 * costs.block_ns
-            + (work.candidate_entries + memtables) * costs.entry_ns
-            + work.expected_results * costs.validate_ns,
+            + (work.candidate_entries + work.memtable_entries_read as f64) * costs.entry_ns
+            + lookups * costs.validate_ns,
         scan_ns: work.total_blocks as f64 * costs.block_ns
-            + (work.total_entries as f64 + memtables) * costs.scan_entry_ns,
+            + (work.total_entries + work.memtable_entries) as f64 * costs.scan_entry_ns,
     }
 }
 
@@ -104,6 +112,8 @@ mod tests {
             candidate_entries: candidate_blocks as f64 * per_block,
             expected_results: results,
             memtable_entries: 0,
+            memtable_entries_read: 0,
+            memtable_postings: 0,
             total_blocks: 7_000,
             total_entries: 7_000 * 40,
         }
@@ -145,7 +155,24 @@ mod tests {
         let mut w = store(0, 0.0, 0.0);
         w.total_entries = 0;
         w.memtable_entries = 500;
+        w.memtable_entries_read = 500;
         let e = estimate(&w, &costs);
         assert_eq!((e.filtered_ns, e.scan_ns), (500.0, 500.0));
+    }
+
+    #[test]
+    fn memtable_postings_cost_a_lookup_each() {
+        let costs = Costs {
+            validate_ns: 3.0,
+            ..Costs::ASSUMED
+        };
+        let mut w = store(0, 0.0, 0.0);
+        w.total_entries = 0;
+        w.total_blocks = 0;
+        w.memtable_entries = 1_000;
+        w.memtable_postings = 10;
+        let e = estimate(&w, &costs);
+        assert_eq!(e.filtered_ns, 30.0);
+        assert_eq!(e.scan_ns, 1_000.0 * costs.scan_entry_ns);
     }
 }

@@ -8,6 +8,7 @@ use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats};
 
 use super::FindStats;
+use super::read::{Query, posted_keys};
 use crate::db::SuperVersion;
 use crate::db::value::leaves::IndexState;
 use crate::db::value::plan::Workload;
@@ -109,8 +110,9 @@ pub(super) fn probe(
 }
 
 impl Candidates {
-    /// What reading the candidates would cost, beside scanning `current`.
-    pub(super) fn workload(&self, current: &SuperVersion) -> Workload {
+    /// What reading the candidates for `query` would cost, beside scanning
+    /// `current`.
+    pub(super) fn workload(&self, current: &SuperVersion, query: &Query) -> Workload {
         let mut work = Workload {
             expected_results: self.expected.iter().sum(),
             total_blocks: self.store_blocks,
@@ -124,10 +126,14 @@ impl Candidates {
             work.candidate_blocks += candidate.blocks.len() as u64;
             work.candidate_entries += candidate.blocks.len() as f64 * per_block;
         }
-        work.memtable_entries = std::iter::once(&current.active)
-            .chain(&current.immutables)
-            .map(|m| m.len() as u64)
-            .sum();
+        for memtable in std::iter::once(&current.active).chain(&current.immutables) {
+            let entries = memtable.len() as u64;
+            work.memtable_entries += entries;
+            match posted_keys(memtable, query) {
+                Some(keys) => work.memtable_postings += keys,
+                None => work.memtable_entries_read += entries,
+            }
+        }
         work
     }
 }

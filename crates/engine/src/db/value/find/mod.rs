@@ -9,9 +9,10 @@
 //!    leaf are candidates with every block.
 //! 2. **Plan** (`../plan.rs`): reading the candidate blocks, or one merged
 //!    scan of the store if that is cheaper (a value in most entries).
-//! 3. **Read** (`read.rs`): the candidate blocks and the memtables (which
-//!    have no filter) yield the entries whose extracted values include the
-//!    searched one, each the newest version of its key in its source.
+//! 3. **Read** (`read.rs`): the candidate blocks and the memtables (the
+//!    keys their value postings name) yield the entries whose extracted
+//!    values include the searched one, each the newest version of its key
+//!    in its source.
 //! 4. **Validate** (`validate.rs`, Algorithm 3 of Macyna & Ordonez): a key
 //!    is returned only if no newer source holds a version of it visible at
 //!    the snapshot. An older version that had the value, or a newer one
@@ -84,8 +85,11 @@ pub struct FindStats {
     pub blocks_matched: u64,
     /// Table entries decoded and extracted.
     pub entries_examined: u64,
-    /// Memtable entries scanned (memtables have no value filter).
+    /// Memtable entries scanned: memtables without postings of the index
+    /// (created before it), or where the value is too common for them.
     pub memtable_entries_scanned: u64,
+    /// Memtable keys looked up through the value's postings.
+    pub memtable_postings_read: u64,
     /// Candidate keys checked against newer versions.
     pub entries_validated: u64,
     /// Keys returned.
@@ -116,6 +120,7 @@ impl Default for FindStats {
             blocks_matched: 0,
             entries_examined: 0,
             memtable_entries_scanned: 0,
+            memtable_postings_read: 0,
             entries_validated: 0,
             results: 0,
             estimated_filtered_ns: 0,
@@ -253,30 +258,32 @@ impl Inner {
             planned: method.is_none(),
             ..FindStats::default()
         };
+        let query = read::Query {
+            index: record,
+            value: wanted.to_vec(),
+            hash,
+            seq,
+            from: from.to_vec(),
+        };
+        let record = &query.index;
         let candidates = match method {
             Some(Method::Scan) => None,
             Some(method) => Some(
-                self.candidates(&current, &record, Some(method), seq, hash, &mut stats)?
+                self.candidates(&current, record, Some(method), seq, hash, &mut stats)?
                     .0,
             ),
             None => {
                 let (candidates, costs) =
-                    self.candidates(&current, &record, None, seq, hash, &mut stats)?;
+                    self.candidates(&current, record, None, seq, hash, &mut stats)?;
                 // Without a candidate block nothing is cheaper than reading none.
                 let scan = !candidates.tables.is_empty() && {
-                    let estimate = plan::estimate(&candidates.workload(&current), &costs);
+                    let estimate = plan::estimate(&candidates.workload(&current, &query), &costs);
                     stats.estimated_filtered_ns = estimate.filtered_ns as u64;
                     stats.estimated_scan_ns = estimate.scan_ns as u64;
                     estimate.scan_wins()
                 };
                 (!scan).then_some(candidates)
             }
-        };
-        let query = read::Query {
-            index: record,
-            value: wanted.to_vec(),
-            seq,
-            from: from.to_vec(),
         };
         let results = match candidates {
             Some(candidates) => Results::Merge(Box::new(merge::Merge::new(

@@ -1,13 +1,17 @@
-//! Step 3 of a search: the entries with the value in the memtables and in
-//! the candidate blocks, one block at a time.
+//! Step 3 of a search: the entries with the value in the memtables
+//! (through their value postings) and in the candidate blocks, one block
+//! at a time.
 
 use std::collections::VecDeque;
+
+use sift_filter::KeyHash;
 
 use super::candidates::CandidateTable;
 use super::{FindStats, has_value};
 use crate::db::SuperVersion;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
+use crate::memtable::Memtable;
 use crate::value_def::IndexRecord;
 
 /// An entry with the searched value that is the newest version of its key
@@ -41,14 +45,31 @@ pub(super) struct Query {
     pub index: IndexRecord,
     /// The value searched for.
     pub value: Vec<u8>,
+    /// Its hash, as the filters and postings hold it.
+    pub hash: KeyHash,
     /// The snapshot.
     pub seq: SeqNo,
     /// The least key returned.
     pub from: Vec<u8>,
 }
 
-/// The hits of each memtable, in key order. Memtables have no filter:
-/// every entry is read.
+/// Past this share of a memtable's entries, a value's postings are not
+/// read: each costs a skip-list search where a scan steps to the next
+/// node, so reading the whole memtable costs about as much.
+const MAX_POSTING_SHARE: f64 = 0.25;
+
+/// How many keys of `memtable` are posted under the searched value, if
+/// its postings are worth reading rather than the whole memtable.
+pub(super) fn posted_keys(memtable: &Memtable, query: &Query) -> Option<u64> {
+    let cap = (memtable.len() as f64 * MAX_POSTING_SHARE) as u64 + 1;
+    let count = memtable
+        .postings()
+        .count_up_to(query.index.id, query.hash, cap)?;
+    (count < cap).then_some(count)
+}
+
+/// The hits of each memtable, in key order: through the value's postings
+/// where they are worth reading, else by reading every entry.
 pub(super) fn memtables(
     current: &SuperVersion,
     query: &Query,
@@ -57,32 +78,72 @@ pub(super) fn memtables(
     let memtables = std::iter::once(&current.active).chain(&current.immutables);
     let mut all = Vec::new();
     for (i, memtable) in memtables.enumerate() {
-        let mut hits = VecDeque::new();
-        let mut decided: Option<Vec<u8>> = None;
-        for entry in memtable.entries() {
-            let entry = entry?;
-            stats.memtable_entries_scanned += 1;
-            if entry.key.seq > query.seq
-                || entry.key.user_key < query.from
-                || decided.as_ref() == Some(&entry.key.user_key)
-            {
-                continue;
-            }
-            decided = Some(entry.key.user_key.clone());
-            if entry.key.kind == ValueKind::Value
-                && has_value(&query.index, &entry.value, &query.value)
-            {
-                hits.push_back(Hit {
-                    key: entry.key.user_key,
-                    value: entry.value,
-                    seq: entry.key.seq,
-                    source: Source::Memtable(i),
-                });
-            }
-        }
-        all.push(hits);
+        all.push(match posted_keys(memtable, query) {
+            Some(_) => memtable_postings(memtable, i, query, stats),
+            None => memtable_entries(memtable, i, query, stats)?,
+        });
     }
     Ok(all)
+}
+
+/// The hits of memtable `i` among the keys posted under the value: the
+/// newest visible version of each, if it holds the value.
+fn memtable_postings(
+    memtable: &Memtable,
+    i: usize,
+    query: &Query,
+    stats: &mut FindStats,
+) -> VecDeque<Hit> {
+    let keys = memtable
+        .postings()
+        .keys(query.index.id, query.hash, &query.from);
+    keys.into_iter()
+        .flatten()
+        .filter_map(|key| {
+            stats.memtable_postings_read += 1;
+            let entry = memtable.get(&key, query.seq)?;
+            (entry.key.kind == ValueKind::Value
+                && has_value(&query.index, &entry.value, &query.value))
+            .then_some(Hit {
+                key,
+                value: entry.value,
+                seq: entry.key.seq,
+                source: Source::Memtable(i),
+            })
+        })
+        .collect()
+}
+
+/// The hits of memtable `i`, reading every entry.
+fn memtable_entries(
+    memtable: &Memtable,
+    i: usize,
+    query: &Query,
+    stats: &mut FindStats,
+) -> Result<VecDeque<Hit>> {
+    let mut hits = VecDeque::new();
+    let mut decided: Option<Vec<u8>> = None;
+    for entry in memtable.entries() {
+        let entry = entry?;
+        stats.memtable_entries_scanned += 1;
+        if entry.key.seq > query.seq
+            || entry.key.user_key < query.from
+            || decided.as_ref() == Some(&entry.key.user_key)
+        {
+            continue;
+        }
+        decided = Some(entry.key.user_key.clone());
+        if entry.key.kind == ValueKind::Value && has_value(&query.index, &entry.value, &query.value)
+        {
+            hits.push_back(Hit {
+                key: entry.key.user_key,
+                value: entry.value,
+                seq: entry.key.seq,
+                source: Source::Memtable(i),
+            });
+        }
+    }
+    Ok(hits)
 }
 
 /// Appends to `hits` those of candidate block `at` of `candidate`, in key

@@ -1,5 +1,8 @@
 //! The in-memory table every write lands in first: a lock-free skip list
-//! (crossbeam-skiplist) of internal keys, so readers never block writers.
+//! (crossbeam-skiplist) of internal keys, so readers never block writers,
+//! with the value postings of the live value indexes (`postings.rs`).
+
+mod postings;
 
 use std::borrow::Borrow;
 use std::cmp::Ordering as KeyOrder;
@@ -12,6 +15,8 @@ use crossbeam_skiplist::SkipMap;
 use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::key::{Entry, InternalKey, SeqNo, ValueKind};
+use crate::value_def::IndexRecord;
+pub(crate) use postings::ValuePostings;
 
 /// Per-entry bookkeeping charged on top of key and value bytes: the skip
 /// list node (tower pointers, refcount) and the entry's header (buffer
@@ -30,17 +35,31 @@ pub(crate) struct Memtable {
     approximate_bytes: AtomicUsize,
     max_seq: AtomicU64,
     wal_number: u64,
+    postings: ValuePostings,
 }
 
 impl Memtable {
-    /// An empty memtable whose writes are logged in WAL file `wal_number`.
+    /// An empty memtable whose writes are logged in WAL file `wal_number`,
+    /// without value postings (one only flushed, never searched).
     pub(crate) fn new(wal_number: u64) -> Self {
+        Self::with_postings(wal_number, &[])
+    }
+
+    /// [`Memtable::new`], keeping value postings for `indexes`.
+    pub(crate) fn with_postings(wal_number: u64, indexes: &[IndexRecord]) -> Self {
         Self {
             map: SkipMap::new(),
             approximate_bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
             wal_number,
+            postings: ValuePostings::new(indexes),
         }
+    }
+
+    /// The value postings of the indexes live when this memtable was
+    /// created.
+    pub(crate) fn postings(&self) -> &ValuePostings {
+        &self.postings
     }
 
     /// The WAL file holding this memtable's writes.
@@ -51,7 +70,10 @@ impl Memtable {
     /// Adds one version. Callers give every version a distinct sequence
     /// number, so nothing is overwritten.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        let bytes = user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
+        let mut bytes = user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
+        if kind == ValueKind::Value {
+            bytes += self.postings.add(user_key, value);
+        }
         self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
         self.map.insert(Stored::new(user_key, seq, kind, value), ());
@@ -67,7 +89,6 @@ impl Memtable {
 
     /// The newest version of `user_key` with sequence number `<= seq`
     /// (tombstones included), if this memtable has one.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the read path uses `lookup`"))]
     pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<Entry> {
         Some(self.find(user_key, seq)?.key().entry())
     }
