@@ -28,7 +28,9 @@ use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::ValueKind;
 use crate::log::{HEADER_LEN, LogKind, LogStream, LogWriter, Tail, collect, read_log};
 use crate::manifest::edit::{decode_edit, encode_edit};
-use crate::sstable::filters::value::{BlockFilters, decode_directory, encode_directory};
+use crate::sstable::filters::value::{
+    BlockFilters, HEAVY_HITTERS_VERSION, HeavyHitters, decode_directory, encode_directory,
+};
 use crate::sstable::index::{COMPACT_VERSION, IN_PLACE_VERSION, Index};
 
 /// Bytes of a checksum field (log header and log records): `u32`.
@@ -158,13 +160,14 @@ pub fn table_index(data: &[u8]) {
 
 /// The value filter directory at the end of a table's properties block
 /// (`sstable/filters/value/reader.rs`, `decode_directory`). The first byte picks the
-/// table format: even 2 (no block filters), odd 3; the rest is the
-/// directory. Only format 3 is written, so only it is re-encoded.
+/// table format, by its remainder mod 3: 2 (no block filters), 3 (no heavy
+/// hitters) or 7; the rest is the directory. Only format 7 is written, so
+/// only it is re-encoded.
 pub fn value_filter_directory(data: &[u8]) {
     let Some((&selector, bytes)) = data.split_first() else {
         return;
     };
-    let version = if selector % 2 == 0 { 2 } else { 3 };
+    let version = [2, 3, HEAVY_HITTERS_VERSION][usize::from(selector % 3)];
     let mut decoder = Decoder::new(bytes);
     let Ok(entries) = decode_directory(&mut decoder, version) else {
         return;
@@ -174,8 +177,15 @@ pub fn value_filter_directory(data: &[u8]) {
         _ => true,
     });
     assert!(ascending, "directory ids do not ascend");
-    if version == 2 {
-        assert!(entries.iter().all(|e| e.blocks.is_none() && e.values == 0));
+    if version < HEAVY_HITTERS_VERSION {
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.heavy_hitters == HeavyHitters::default())
+        );
+        if version == 2 {
+            assert!(entries.iter().all(|e| e.blocks.is_none() && e.values == 0));
+        }
         return;
     }
     let read = bytes.get(..decoder.position()).unwrap_or_default();
@@ -330,8 +340,9 @@ mod tests {
                 offset: 35,
                 size: 12,
             }),
+            heavy_hitters: HeavyHitters::of(vec![(9, 4), (7, 2)]),
         };
-        let mut directory = vec![3];
+        let mut directory = vec![2];
         encode_directory(&[entry], &mut directory);
         value_filter_directory(&directory);
         let index = [b"k1", b"k3"].map(|user| {

@@ -18,6 +18,8 @@
 //! search reads that memtable whole.
 
 use std::ops::Bound;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_skiplist::SkipSet;
 use crossbeam_skiplist::set::Entry;
@@ -39,6 +41,9 @@ struct IndexPostings {
     extractor: Extractor,
     /// `hash (8 bytes, big-endian) | user key`.
     set: SkipSet<Box<[u8]>>,
+    /// Cleared for good if the extractor panicked on a write: the postings
+    /// may then miss keys, and searches read the memtable whole.
+    complete: AtomicBool,
 }
 
 /// The value postings of one memtable, for the indexes live when it was
@@ -58,6 +63,7 @@ impl ValuePostings {
                 index_id: index.id,
                 extractor: index.extractor.clone(),
                 set: SkipSet::new(),
+                complete: AtomicBool::new(true),
             })
             .collect();
         indexes.sort_by_key(|p| p.index_id);
@@ -66,20 +72,33 @@ impl ValuePostings {
 
     /// Records every value each index extracts from `value`, written under
     /// `user_key`; returns the bytes the new postings take.
+    ///
+    /// A user's extractor runs here, on the writer's thread, where the
+    /// write is already logged: a panic in it must not unwind through the
+    /// write. It is caught and the index's postings are given up (the
+    /// flush meets the same panic and fails the database, as before).
     pub(crate) fn add(&self, user_key: &[u8], value: &[u8]) -> usize {
         let mut charged = 0;
         let mut posting = Vec::with_capacity(HASH_BYTES + user_key.len());
         for index in &self.indexes {
-            index.extractor.extract(value, &mut |v| {
-                posting.clear();
-                posting.extend_from_slice(&KeyHash::of(v).lo().to_be_bytes());
-                posting.extend_from_slice(user_key);
-                // A key rewritten with the same value keeps its posting.
-                if !index.set.contains(posting.as_slice()) {
-                    charged += posting.len() + POSTING_OVERHEAD_BYTES;
-                    index.set.insert(posting.as_slice().into());
-                }
-            });
+            if !index.complete.load(Ordering::Relaxed) {
+                continue;
+            }
+            let extracted = panic::catch_unwind(AssertUnwindSafe(|| {
+                index.extractor.extract(value, &mut |v| {
+                    posting.clear();
+                    posting.extend_from_slice(&KeyHash::of(v).lo().to_be_bytes());
+                    posting.extend_from_slice(user_key);
+                    // A key rewritten with the same value keeps its posting.
+                    if !index.set.contains(posting.as_slice()) {
+                        charged += posting.len() + POSTING_OVERHEAD_BYTES;
+                        index.set.insert(posting.as_slice().into());
+                    }
+                });
+            }));
+            if extracted.is_err() {
+                index.complete.store(false, Ordering::Relaxed);
+            }
         }
         charged
     }
@@ -113,6 +132,9 @@ impl ValuePostings {
         from: &[u8],
     ) -> Option<impl Iterator<Item = Entry<'a, Box<[u8]>>> + 'a> {
         let index = self.of(index_id)?;
+        if !index.complete.load(Ordering::Relaxed) {
+            return None;
+        }
         let prefix = hash.lo().to_be_bytes();
         let start: Box<[u8]> = [prefix.as_slice(), from].concat().into();
         let range = index
@@ -172,6 +194,26 @@ mod tests {
             p.add(b"key", b"red,small"),
             HASH_BYTES + 3 + POSTING_OVERHEAD_BYTES
         );
+    }
+
+    #[test]
+    fn an_extractor_that_panics_gives_the_index_up_not_the_write() {
+        let fragile = IndexRecord {
+            id: 5,
+            name: "fragile".into(),
+            extractor: Extractor::custom("fragile", |value, out| {
+                assert!(value != b"boom", "cannot take this value");
+                out(value);
+            }),
+            sizing: LeafSizing::PerTable { fpr: 0.01 },
+        };
+        let p = ValuePostings::new(&[fragile]);
+        p.add(b"a", b"fine");
+        assert_eq!(keys(&p, 5, b"fine", b""), [b"a"]);
+        p.add(b"b", b"boom");
+        p.add(b"c", b"fine");
+        assert!(p.keys(5, KeyHash::of(b"fine"), b"").is_none());
+        assert_eq!(p.count_up_to(5, KeyHash::of(b"fine"), 10), None);
     }
 
     #[test]

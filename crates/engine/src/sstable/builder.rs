@@ -262,6 +262,7 @@ impl TableBuilder {
                 distinct_values: built.distinct_values,
                 values: built.values,
                 blocks: Some(blocks),
+                heavy_hitters: built.heavy_hitters,
             });
         }
         Ok(directory)

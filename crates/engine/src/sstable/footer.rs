@@ -22,9 +22,10 @@ pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
 /// filter) and their handle at the end of the properties; 5 lays the index
 /// out to be searched where it lies (`index.rs`); 6 stores the index keys
 /// past their prefix, as user keys where it can, and block ends in 4 bytes
-/// where they fit. A reader accepts 1 to 6 and refuses others rather than
-/// guessing.
-pub(crate) const FORMAT_VERSION: u32 = super::index::COMPACT_VERSION;
+/// where they fit; 7 ends each value filter directory entry with the
+/// index's heavy hitters in the table. A reader accepts 1 to 7 and refuses
+/// others rather than guessing.
+pub(crate) const FORMAT_VERSION: u32 = super::filters::value::HEAVY_HITTERS_VERSION;
 
 /// The oldest format version still read (tables without value filters).
 const OLDEST_VERSION: u32 = 1;
@@ -146,7 +147,7 @@ mod tests {
         assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
         assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
         assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
-        assert_eq!(&bytes[52..56], &[6, 0, 0, 0]);
+        assert_eq!(&bytes[52..56], &[7, 0, 0, 0]);
         assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
         assert_eq!(&bytes[60..64], b"SFTB");
         assert_eq!(Footer::decode(&bytes), Ok(sample()));
@@ -164,14 +165,14 @@ mod tests {
     }
 
     #[test]
-    fn versions_1_to_6_are_read_others_refused() {
-        for version in [0, 1, 2, 3, 4, 5, 6, 7] {
+    fn versions_1_to_7_are_read_others_refused() {
+        for version in [0, 1, 2, 3, 4, 5, 6, 7, 8] {
             let footer = Footer {
                 version,
                 ..sample()
             };
             let decoded = Footer::decode(&footer.encode());
-            assert_eq!(decoded.is_ok(), (1..=6).contains(&version), "{version}");
+            assert_eq!(decoded.is_ok(), (1..=7).contains(&version), "{version}");
         }
     }
 }

@@ -283,6 +283,7 @@ mod tests {
                     offset: 35,
                     size: 12,
                 }),
+                heavy_hitters: super::super::filters::value::HeavyHitters::of(vec![(5, 3)]),
             }],
             scan_filters: Some(BlockHandle {
                 offset: 50,
@@ -295,30 +296,32 @@ mod tests {
     fn round_trip_and_every_truncation_fails() {
         let props = sample();
         let bytes = props.encode();
-        assert_eq!(Properties::decode(&bytes, 4).unwrap(), props);
+        assert_eq!(Properties::decode(&bytes, 7).unwrap(), props);
         for cut in 0..bytes.len() {
             assert!(
-                Properties::decode(&bytes[..cut], 4).is_err(),
+                Properties::decode(&bytes[..cut], 7).is_err(),
                 "cut at {cut}"
             );
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(Properties::decode(&longer, 4).is_err());
+        assert!(Properties::decode(&longer, 7).is_err());
     }
 
     #[test]
     fn version_3_has_no_scan_filters() {
         let mut props = sample();
         props.scan_filters = None;
+        props.value_filters[0].heavy_hitters = Default::default();
         let mut v3 = props.encode();
         assert_eq!(
             v3.split_off(v3.len() - 2),
             [0, 0],
             "no handle is two zero bytes"
         );
+        assert_eq!(v3.pop(), Some(0), "no heavy hitter is one zero byte");
         assert_eq!(Properties::decode(&v3, 3).unwrap(), props);
-        assert_eq!(Properties::decode(&props.encode(), 4).unwrap(), props);
+        assert_eq!(Properties::decode(&props.encode(), 7).unwrap(), props);
         assert!(Properties::decode(&v3, 4).is_err());
     }
 
@@ -340,12 +343,12 @@ mod tests {
     fn impossible_values_are_refused() {
         let mut bad = sample();
         bad.min_seq = 10;
-        assert!(Properties::decode(&bad.encode(), 4).is_err());
+        assert!(Properties::decode(&bad.encode(), 7).is_err());
         let mut bad = sample();
         bad.distinct_keys = 11;
-        assert!(Properties::decode(&bad.encode(), 4).is_err());
+        assert!(Properties::decode(&bad.encode(), 7).is_err());
         let mut bad = sample();
         bad.smallest = b"short".to_vec();
-        assert!(Properties::decode(&bad.encode(), 4).is_err());
+        assert!(Properties::decode(&bad.encode(), 7).is_err());
     }
 }

@@ -55,8 +55,9 @@ pub(super) struct Workload {
     pub candidate_blocks: u64,
     /// Entries in them (estimated from their tables' mean per block).
     pub candidate_entries: f64,
-    /// Results expected from them: per candidate table, its values over
-    /// its distinct values, at most its candidate entries.
+    /// Results expected from them: per candidate table, the value's count
+    /// if it is one of the table's heavy hitters, else the mean count of
+    /// the table's other values; at most its candidate entries.
     pub expected_results: f64,
     /// Entries of the memtables: the scan reads them all.
     pub memtable_entries: u64,

@@ -73,6 +73,40 @@ fn present(leaf: ValueLeaf) -> Arc<sift_filter::StandardBloom> {
 }
 
 #[test]
+fn heavy_hitters_are_the_most_frequent_values_counted_exactly() {
+    // "big" in every even entry, "mid" in every 14th from 7, each other
+    // entry a value of its own; all over many blocks.
+    let entries: Vec<Entry> = (0..3_000u64)
+        .map(|i| {
+            let city = match i {
+                _ if i % 2 == 0 => "big".to_owned(),
+                _ if i % 14 == 7 => "mid".to_owned(),
+                _ => format!("r{i}"),
+            };
+            let value = format!(r#"{{"city":"{city}"}}"#);
+            entry(
+                format!("k{i:05}").as_bytes(),
+                i + 1,
+                ValueKind::Value,
+                value.as_bytes(),
+            )
+        })
+        .collect();
+    let fs = FaultInjectionFs::new();
+    let (path, props) = write(&fs, 1, &entries, indexed_options());
+    let city = &props.value_filters[0];
+    let count = |v: &str| city.expected_values(KeyHash::of(v.as_bytes()));
+    assert_eq!((count("big"), count("mid")), (1_500.0, 214.0));
+    // The rest: 1,286 values, one each.
+    assert_eq!(count("r1"), 1.0);
+    assert_eq!(count("absent"), 1.0);
+    // As the table reads them back.
+    let table = open(&fs, &path).unwrap();
+    let read = table.value_filters().entry(3).unwrap();
+    assert_eq!(read, city);
+}
+
+#[test]
 fn leaves_hold_every_extracted_value_and_few_others() {
     let fs = FaultInjectionFs::new();
     let (path, props) = write(&fs, 1, &city_entries(2_000), indexed_options());
@@ -101,9 +135,9 @@ fn leaves_hold_every_extracted_value_and_few_others() {
     assert!(matches!(table.value_filter(4), ValueLeaf::Missing));
     // Cities whose number ends in 9 are only in tombstones: 450 distinct
     // cities, counted exactly, in 1,800 values; each tag once.
-    let city = props.value_filters[0];
+    let city = &props.value_filters[0];
     assert_eq!((city.distinct_values, city.values), (450, 1_800));
-    let tag = props.value_filters[1];
+    let tag = &props.value_filters[1];
     assert_eq!((tag.distinct_values, tag.values), (3_600, 3_600));
     // The leaf is sized for 450 values: 7 probes, at most 12 bits each.
     assert_eq!(cities.shape().probes, 7);
@@ -219,6 +253,7 @@ fn a_leaf_that_is_not_a_filter_is_unreadable() {
         distinct_values: 0,
         values: 0,
         blocks: Some(handle),
+        heavy_hitters: Default::default(),
     };
     let loaded =
         crate::sstable::filters::value::ValueFilters::load(file.as_ref(), &path, &[entry], 1, 17)

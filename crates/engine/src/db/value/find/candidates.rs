@@ -34,7 +34,7 @@ pub(super) struct CandidateTable {
 #[derive(Debug, Default)]
 pub(super) struct Candidates {
     pub tables: Vec<CandidateTable>,
-    /// Per candidate table, the results expected from it.
+    /// Per candidate table, the results expected from it (`plan.rs`).
     expected: Vec<f64>,
     /// Data blocks and entries of all the version's tables.
     store_blocks: u64,
@@ -89,13 +89,16 @@ pub(super) fn probe(
                     continue;
                 }
                 let per_block = table.meta.entries as f64 / count.max(1) as f64;
-                let per_value = reader
+                // Its count if the value is one of the table's heavy
+                // hitters, else the mean of its other values; at most the
+                // candidate blocks' entries.
+                let in_table = reader
                     .value_filters()
                     .entry(record.id)
                     .filter(|e| e.values > 0 && e.distinct_values > 0)
-                    .map_or(1.0, |e| e.values as f64 / e.distinct_values as f64);
+                    .map_or(1.0, |e| e.expected_values(hash));
                 out.expected
-                    .push(per_value.min(blocks.len() as f64 * per_block));
+                    .push(in_table.min(blocks.len() as f64 * per_block));
                 out.tables.push(CandidateTable {
                     table: Arc::clone(table),
                     reader,

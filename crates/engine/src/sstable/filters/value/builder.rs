@@ -13,6 +13,7 @@
 use sift_filter::{Filter, KeyHash, StandardBloom};
 
 use super::blocks::BlockFilters;
+use super::hitters::HeavyHitters;
 use crate::value_def::IndexRecord;
 use crate::value_def::sizing;
 
@@ -29,6 +30,8 @@ struct Collecting {
     block: Vec<KeyHash>,
     /// Distinct values of each finished block, block after block.
     hashes: Vec<KeyHash>,
+    /// How many of the block's entries yielded each of `hashes`.
+    counts: Vec<u64>,
     /// Where each finished block's values end in `hashes`.
     block_ends: Vec<usize>,
     /// Values extracted (repeats included).
@@ -48,6 +51,8 @@ pub(crate) struct BuiltValueFilters {
     pub distinct_values: u64,
     /// Values extracted from the table's entries (repeats included).
     pub values: u64,
+    /// Its most frequent values.
+    pub heavy_hitters: HeavyHitters,
 }
 
 /// Builds the value filters of one table. Call order: [`new`](Self::new),
@@ -69,6 +74,7 @@ impl ValueFilterBuilder {
                 index: index.clone(),
                 block: Vec::new(),
                 hashes: Vec::new(),
+                counts: Vec::new(),
                 block_ends: Vec::new(),
                 values: 0,
             })
@@ -100,8 +106,11 @@ impl ValueFilterBuilder {
     pub(crate) fn block_boundary(&mut self) {
         for c in &mut self.indexes {
             c.block.sort_unstable();
-            c.block.dedup();
-            c.hashes.append(&mut c.block);
+            for run in c.block.chunk_by(|a, b| a == b) {
+                c.hashes.extend(run.first());
+                c.counts.push(run.len() as u64);
+            }
+            c.block.clear();
             c.block_ends.push(c.hashes.len());
         }
     }
@@ -145,6 +154,7 @@ impl Collecting {
         let mut encoded_blocks = Vec::new();
         block_filters.encode(&mut encoded_blocks);
 
+        let heavy_hitters = self.heavy_hitters();
         self.hashes.sort_unstable();
         self.hashes.dedup();
         let distinct = self.hashes.len() as u64;
@@ -158,7 +168,25 @@ impl Collecting {
             blocks: encoded_blocks,
             distinct_values: distinct,
             values: self.values,
+            heavy_hitters,
         }
+    }
+
+    /// The table's most frequent values: the blocks' counts summed per
+    /// value.
+    fn heavy_hitters(&self) -> HeavyHitters {
+        let mut counts: Vec<(u64, u64)> = self
+            .hashes
+            .iter()
+            .zip(&self.counts)
+            .map(|(hash, &count)| (hash.lo(), count))
+            .collect();
+        counts.sort_unstable_by_key(|&(hash, _)| hash);
+        let totals = counts
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| (run[0].0, run.iter().map(|&(_, c)| c).sum()))
+            .collect();
+        HeavyHitters::of(totals)
     }
 }
 

@@ -16,7 +16,10 @@ use std::sync::Arc;
 
 use sift_filter::StandardBloom;
 
+use sift_filter::KeyHash;
+
 use super::blocks::BlockFilters;
+use super::hitters::HeavyHitters;
 use crate::encoding::{Decoder, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;
@@ -25,9 +28,12 @@ use crate::sstable::{BlockHandle, read_block};
 /// Table format version whose directory entries name block filters.
 const BLOCK_FILTERS_VERSION: u32 = 3;
 
+/// Table format version whose directory entries end with heavy hitters.
+pub(crate) const HEAVY_HITTERS_VERSION: u32 = 7;
+
 /// One directory entry: which index, where its filters are, what the
 /// table holds for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ValueFilterEntry {
     /// The index's id (`IndexRecord::id`).
     pub index_id: u64,
@@ -40,11 +46,22 @@ pub(crate) struct ValueFilterEntry {
     pub values: u64,
     /// The block filters' block (format 3; `None` before).
     pub blocks: Option<BlockHandle>,
+    /// The most frequent values (format 7; none before).
+    pub heavy_hitters: HeavyHitters,
+}
+
+impl ValueFilterEntry {
+    /// The entries the value hashed to `hash` is expected in.
+    pub(crate) fn expected_values(&self, hash: KeyHash) -> f64 {
+        self.heavy_hitters
+            .expected(hash.lo(), self.values, self.distinct_values)
+    }
 }
 
 /// Appends the directory in the current format: `varint count`, then per
 /// index `varint id | leaf handle | varint distinct values | varint values
-/// | block filters handle` (handles are two varints), ids ascending.
+/// | block filters handle | heavy hitters` (handles are two varints,
+/// heavy hitters as `hitters.rs` encodes them), ids ascending.
 pub(crate) fn encode_directory(entries: &[ValueFilterEntry], out: &mut Vec<u8>) {
     put_varint(out, entries.len() as u64);
     for entry in entries {
@@ -53,20 +70,23 @@ pub(crate) fn encode_directory(entries: &[ValueFilterEntry], out: &mut Vec<u8>) 
         put_varint(out, entry.distinct_values);
         put_varint(out, entry.values);
         entry.blocks.unwrap_or_default().put_varints(out);
+        entry.heavy_hitters.encode(out);
     }
 }
 
 /// Reads the directory of a table of format `version` (2: `varint id |
-/// leaf handle | varint distinct values` per entry; 3: as
-/// [`encode_directory`] writes); ids must strictly ascend.
+/// leaf handle | varint distinct values` per entry; 3 to 6: with values and
+/// block filters; 7: as [`encode_directory`] writes); ids must strictly
+/// ascend.
 pub(crate) fn decode_directory(
     d: &mut Decoder<'_>,
     version: u32,
 ) -> Result<Vec<ValueFilterEntry>, Corrupt> {
     let with_blocks = version >= BLOCK_FILTERS_VERSION;
+    let with_hitters = version >= HEAVY_HITTERS_VERSION;
     // Each entry takes at least one byte per varint, which bounds the count
     // a damaged directory can claim.
-    let min_entry_bytes = if with_blocks { 7 } else { 4 };
+    let min_entry_bytes = 4 + 3 * usize::from(with_blocks) + usize::from(with_hitters);
     let count = d.varint_len(d.remaining() / min_entry_bytes, "value filter count")?;
     let mut out: Vec<ValueFilterEntry> = Vec::with_capacity(count);
     for _ in 0..count {
@@ -79,6 +99,11 @@ pub(crate) fn decode_directory(
         } else {
             (0, None)
         };
+        let heavy_hitters = if with_hitters {
+            HeavyHitters::decode(d)?
+        } else {
+            HeavyHitters::default()
+        };
         if out.last().is_some_and(|last| last.index_id >= index_id) {
             return Err(Corrupt::new(at, "value filter index ids out of order"));
         }
@@ -88,6 +113,7 @@ pub(crate) fn decode_directory(
             distinct_values,
             values,
             blocks,
+            heavy_hitters,
         });
     }
     Ok(out)
@@ -172,7 +198,7 @@ impl ValueFilters {
                 index_id: entry.index_id,
                 leaf,
                 blocks,
-                entry: *entry,
+                entry: entry.clone(),
             });
         }
         Ok(out)
@@ -263,6 +289,7 @@ mod tests {
                 offset: 375,
                 size: 20,
             }),
+            heavy_hitters: HeavyHitters::of(vec![(index_id, 40), (1, 3)]),
         }
     }
 
@@ -271,19 +298,51 @@ mod tests {
         let entries = [entry(4), entry(200)];
         let mut bytes = Vec::new();
         encode_directory(&entries, &mut bytes);
-        assert_eq!(
-            bytes,
+        // Per entry: id, leaf handle, distinct values, values, block
+        // filters handle, then 2 heavy hitters (u64 hash, varint count).
+        let hitters = |id: u8| {
             [
-                2, 4, 0xac, 0x02, 70, 5, 9, 0xf7, 0x02, 20, 0xc8, 0x01, 0xac, 0x02, 70, 5, 9, 0xf7,
-                0x02, 20
+                [2, id, 0, 0, 0, 0, 0, 0, 0, 40].as_slice(),
+                &[1, 0, 0, 0, 0, 0, 0, 0, 3],
             ]
-        );
+            .concat()
+        };
+        let golden = [
+            &[2, 4, 0xac, 0x02, 70, 5, 9, 0xf7, 0x02, 20][..],
+            &hitters(4),
+            &[0xc8, 0x01, 0xac, 0x02, 70, 5, 9, 0xf7, 0x02, 20],
+            &hitters(200),
+        ]
+        .concat();
+        assert_eq!(bytes, golden);
         let mut d = Decoder::new(&bytes);
-        assert_eq!(decode_directory(&mut d, 3).unwrap(), entries);
+        assert_eq!(
+            decode_directory(&mut d, HEAVY_HITTERS_VERSION).unwrap(),
+            entries
+        );
         assert!(d.is_empty());
         for cut in 0..bytes.len() {
-            assert!(decode_directory(&mut Decoder::new(&bytes[..cut]), 3).is_err());
+            let mut d = Decoder::new(&bytes[..cut]);
+            assert!(decode_directory(&mut d, HEAVY_HITTERS_VERSION).is_err());
         }
+    }
+
+    #[test]
+    fn format_3_directories_have_no_heavy_hitters() {
+        let bytes = [
+            2, 4, 0xac, 0x02, 70, 5, 9, 0xf7, 0x02, 20, 0xc8, 0x01, 0xac, 0x02, 70, 5, 9, 0xf7,
+            0x02, 20,
+        ];
+        let mut d = Decoder::new(&bytes);
+        let entries = decode_directory(&mut d, 3).unwrap();
+        assert!(d.is_empty());
+        let mut want = [entry(4), entry(200)];
+        for e in &mut want {
+            e.heavy_hitters = HeavyHitters::default();
+        }
+        assert_eq!(entries, want);
+        // Its mean stands for every value: 9 values over 5 distinct.
+        assert_eq!(entries[0].expected_values(KeyHash::of(b"any")), 1.8);
     }
 
     #[test]
