@@ -108,7 +108,12 @@ fn cardinalities_are_as_described() {
     assert_eq!(spread.distinct(), N / 100);
     assert!((0..200).all(|id| spread.expected(id).len() == 100));
 
-    for (shape, distinct, top) in [(Shape::Zipf3, 3, 6.0 / 11.0), (Shape::Zipf20, 20, 0.2778)] {
+    for (shape, distinct, top) in [
+        (Shape::Zipf3, 3, 6.0 / 11.0),
+        (Shape::Zipf20, 20, 0.2778),
+        (Shape::Zipf16, 16, 0.2958),
+        (Shape::Zipf105, 105, 0.1910),
+    ] {
         let data = data(shape);
         assert_eq!(data.distinct(), distinct);
         let share = data.expected(0).len() as f64 / N as f64;
@@ -120,6 +125,43 @@ fn cardinalities_are_as_described() {
             / 1_000.0;
         assert!((frequent - top).abs() < 0.08, "{shape}: {frequent}");
     }
+
+    let hitters = data(Shape::Hitters);
+    // 40% of the records over N / 4 rare ids: about 1 - e^-1.6 = 80% drawn.
+    let rare = hitters.distinct() - 3;
+    assert!((3_700..=4_300).contains(&rare), "{rare}");
+}
+
+#[test]
+fn the_first_zipf_value_is_the_most_frequent() {
+    for shape in [Shape::Zipf3, Shape::Zipf16, Shape::Zipf20, Shape::Zipf105] {
+        let data = data(shape);
+        let first = data.expected(0).len();
+        assert!(
+            (1..data.distinct() as u32).all(|id| data.expected(id).len() < first),
+            "{shape}"
+        );
+    }
+}
+
+#[test]
+fn three_heavy_hitters_hold_sixty_percent_and_the_rest_are_rare() {
+    let data = data(Shape::Hitters);
+    for (id, share) in [(0, 0.3), (1, 0.2), (2, 0.1)] {
+        let got = data.expected(id).len() as f64 / N as f64;
+        // sd of a share of 20,000 draws is below 0.0033.
+        assert!((got - share).abs() < 0.02, "tag {id}: {got}");
+    }
+    let rare: Vec<usize> = (3..data.distinct)
+        .map(|id| data.expected(id).len())
+        .filter(|&n| n > 0)
+        .collect();
+    let held = rare.iter().sum::<usize>() as f64 / N as f64;
+    assert!((held - 0.4).abs() < 0.02, "{held}");
+    // Poisson(1.6) given at least one: 2.0 on average, 95% at most 4.
+    let few = rare.iter().filter(|&&n| n <= 4).count() as f64 / rare.len() as f64;
+    assert!(few > 0.9, "{few}");
+    assert!(rare.iter().all(|&n| n <= 12), "{:?}", rare.iter().max());
 }
 
 #[test]
@@ -130,6 +172,9 @@ fn record_sizes_are_as_described() {
         (Shape::Spread, 32.0, 40.0),
         (Shape::Zipf3, 50.0, 75.0),
         (Shape::Zipf20, 50.0, 75.0),
+        (Shape::Zipf16, 50.0, 75.0),
+        (Shape::Zipf105, 50.0, 75.0),
+        (Shape::Hitters, 50.0, 75.0),
     ] {
         let mean = data(shape).mean_record_bytes();
         assert!((low..=high).contains(&mean), "{shape}: {mean}");
@@ -200,10 +245,13 @@ fn golden_first_writes() {
     );
 }
 
-const GOLDEN: [&str; 5] = [
+const GOLDEN: [&str; 8] = [
     "7c42caed337e117d YR1S27GS,11,758.49,WH12,2024-04",
     r#"c0000001o000011 {"customer":"C0000001","sku":"SKU-04821","qty":4,"total":277.91,"state":"delivered"}"#,
     "482c985a63f917f3 2024-04-14,WN,1368,N103AA,DFW,JFK,71",
     r#"ad936c4c541fa609 {"user":"u8405358","status":"active","plan":"pro","logins":20}"#,
     r#"5a1c9d883d613214 {"user":"u5618130","country":"IT","plan":"team","logins":419}"#,
+    r#"2b4abf4eb0ed55c3 {"user":"u2473530","region":"us-east-2","plan":"pro","logins":373}"#,
+    r#"7146e33f0d2e6841 {"user":"u0415849","city":"city-003","plan":"free","logins":321}"#,
+    r#"a45cd4429b32fc37 {"session":"s881f8535","tag":"promo-0000232","device":"ios","ms":1065}"#,
 ];

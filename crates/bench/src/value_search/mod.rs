@@ -48,11 +48,12 @@ pub struct Args {
     batch: u64,
 
     /// Shapes to run, comma-separated (small, clustered, spread, zipf3,
-    /// zipf20; default all).
+    /// zipf20, zipf16, zipf105, hitters; default all).
     #[arg(long, value_delimiter = ',')]
     shapes: Vec<String>,
 
-    /// Table configurations, comma-separated (128k, default; default both).
+    /// Table configurations, comma-separated (128k, default, memtable:
+    /// everything left in memtables; default 128k and default).
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
 
@@ -99,8 +100,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             batch: args.batch,
         }
     };
-    let shapes = chosen(&args.shapes, &Shape::ALL, Shape::name)?;
-    let configs = chosen(&args.tables, &Tables::ALL, Tables::name)?;
+    let shapes = chosen(&args.shapes, &Shape::ALL, &Shape::ALL, Shape::name)?;
+    let configs = chosen(&args.tables, &Tables::KNOWN, &Tables::ALL, Tables::name)?;
     eprintln!(
         "sift-bench value-search: records = {}, queries = {}, reps = {}, batch = {}, shapes {:?}, tables {:?}",
         plan.records,
@@ -133,24 +134,29 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     crate::filters::report::emit(args.json, &rows, Row::json, report::tables)
 }
 
-/// The items of `all` named in `names` (all of them when none is).
+/// The items of `known` named in `names` (`default` when none is).
 fn chosen<T: Copy>(
     names: &[String],
-    all: &[T],
+    known: &[T],
+    default: &[T],
     name: fn(T) -> &'static str,
 ) -> anyhow::Result<Vec<T>> {
     if names.is_empty() {
-        return Ok(all.to_vec());
+        return Ok(default.to_vec());
     }
     names
         .iter()
         .map(|wanted| {
-            all.iter()
+            known
+                .iter()
                 .copied()
                 .find(|&t| name(t) == wanted)
                 .with_context(|| {
-                    let known: Vec<&str> = all.iter().map(|&t| name(t)).collect();
-                    format!("unknown name {wanted:?}: choose from {}", known.join(", "))
+                    let choices: Vec<&str> = known.iter().map(|&t| name(t)).collect();
+                    format!(
+                        "unknown name {wanted:?}: choose from {}",
+                        choices.join(", ")
+                    )
                 })
         })
         .collect()

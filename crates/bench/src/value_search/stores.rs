@@ -19,6 +19,16 @@ const SMALL_MEMTABLE_BYTES: usize = 1 << 20;
 /// records of 30-100 bytes make 50-250 tables.
 const SMALL_TABLE_BYTES: u64 = 128 << 10;
 
+/// What the memtable configuration bounds a write's memtable charge by:
+/// [`ENTRIES_PER_WRITE`] entries of its key, its record and
+/// [`ENTRY_BYTES`]. The store charges an entry its key, value and 96 bytes,
+/// a value posting its key and 72; a write makes at most the record and a
+/// posting, or (exact index) the record, its index entry and the deletion
+/// of the stale one, whose values are shorter than the record.
+const ENTRIES_PER_WRITE: u64 = 3;
+/// See [`ENTRIES_PER_WRITE`].
+const ENTRY_BYTES: u64 = 128;
+
 /// How tables are sized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tables {
@@ -26,28 +36,54 @@ pub enum Tables {
     Small,
     /// The store's defaults (32 MiB memtables, 64 MiB tables): one or two.
     Default,
+    /// A memtable larger than the load, never flushed: no table at all, as
+    /// a search right after loading into memtables meets.
+    Memtable,
 }
 
 impl Tables {
-    /// Both configurations, in report order.
+    /// The configurations run by default, in report order.
     pub const ALL: [Self; 2] = [Self::Small, Self::Default];
+
+    /// Every configuration `--tables` accepts, in report order
+    /// (`memtable` only on request).
+    pub const KNOWN: [Self; 3] = [Self::Small, Self::Default, Self::Memtable];
 
     /// Name in options and reports.
     pub fn name(self) -> &'static str {
         match self {
             Self::Small => "128k",
             Self::Default => "default",
+            Self::Memtable => "memtable",
         }
     }
 
-    fn apply(self, builder: DbBuilder) -> DbBuilder {
+    /// Whether the load ends with a flush.
+    fn flushes(self) -> bool {
+        self != Self::Memtable
+    }
+
+    fn apply(self, builder: DbBuilder, data: &Dataset) -> DbBuilder {
         match self {
             Self::Small => builder
                 .memtable_bytes(SMALL_MEMTABLE_BYTES)
                 .table_target_bytes(SMALL_TABLE_BYTES),
             Self::Default => builder,
+            Self::Memtable => builder.memtable_bytes(load_bound(data)),
         }
     }
+}
+
+/// More memtable bytes than any store's load of `data` charges. Derived
+/// from the load rather than fixed: 10M records need gigabytes, 20,000 a
+/// few MiB, and the store sizes a new index's leaves for tables as large as
+/// its memtable.
+fn load_bound(data: &Dataset) -> usize {
+    let bytes: u64 = data
+        .writes()
+        .map(|w| ENTRIES_PER_WRITE * ((w.key.len() + w.record.len()) as u64 + ENTRY_BYTES))
+        .sum();
+    usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
 /// What a database indexes.
@@ -135,8 +171,9 @@ pub struct Loaded {
 /// Loads `data` into a fresh database of `store` with `tables`, timed.
 /// Plain and value-index stores take one `insert` per write; the exact
 /// index one read and one batch. After the writes: flush (nothing stays in
-/// a memtable) and wait for compactions, but no manual compaction, so the
-/// levels are what a running store has.
+/// a memtable; not for [`Tables::Memtable`], where everything does) and
+/// wait for compactions, but no manual compaction, so the levels are what
+/// a running store has.
 pub fn load(
     scratch: &ScratchDir,
     data: &Dataset,
@@ -144,7 +181,7 @@ pub fn load(
     store: Store,
 ) -> anyhow::Result<Loaded> {
     let dir = scratch.create()?;
-    let mut builder = tables.apply(Db::builder(dir.path()));
+    let mut builder = tables.apply(Db::builder(dir.path()), data);
     if store == Store::ValueIndex {
         builder = builder.value_index(IndexDef::new(INDEX, data.extractor()));
     }
@@ -163,7 +200,9 @@ pub fn load(
             }
         }
     }
-    db.flush()?;
+    if tables.flushes() {
+        db.flush()?;
+    }
     db.wait_for_compactions()?;
     db.wait_for_backfill()?;
     let seconds = start.elapsed().as_secs_f64();
@@ -174,4 +213,31 @@ pub fn load(
         seconds,
         footprint,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::value_search::shapes::Shape;
+
+    #[derive(Parser)]
+    struct Scratch {
+        #[command(flatten)]
+        dir: ScratchDir,
+    }
+
+    #[test]
+    fn the_memtable_configuration_writes_no_table() {
+        let scratch = Scratch::parse_from(["test"]).dir;
+        let data = Dataset::new(Shape::Hitters, 1, 5_000).unwrap();
+        for store in Store::ALL {
+            let loaded = load(&scratch, &data, Tables::Memtable, store).unwrap();
+            assert_eq!(loaded.footprint.tables(), 0, "{}", store.name());
+        }
+        let value = load(&scratch, &data, Tables::Memtable, Store::ValueIndex).unwrap();
+        let found = value.db.find(INDEX, "page_view").unwrap().count();
+        assert_eq!(found, data.expected(0).len());
+    }
 }

@@ -8,6 +8,7 @@
 //! expected answers.
 
 mod clustered;
+mod hitters;
 mod small;
 mod spread;
 mod zipf;
@@ -75,16 +76,25 @@ pub enum Shape {
     Zipf3,
     /// JSON users by country: 20 values, Zipf-skewed.
     Zipf20,
+    /// JSON users by cloud region: 16 values, Zipf-skewed.
+    Zipf16,
+    /// JSON users by city: 105 values, Zipf-skewed.
+    Zipf105,
+    /// JSON events by tag: 3 heavy hitters (60%) among `n / 4` rare tags.
+    Hitters,
 }
 
 impl Shape {
     /// Every shape, in report order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 8] = [
         Self::Small,
         Self::Clustered,
         Self::Spread,
         Self::Zipf3,
         Self::Zipf20,
+        Self::Zipf16,
+        Self::Zipf105,
+        Self::Hitters,
     ];
 
     /// Name in options and reports.
@@ -95,6 +105,9 @@ impl Shape {
             Self::Spread => "spread",
             Self::Zipf3 => "zipf3",
             Self::Zipf20 => "zipf20",
+            Self::Zipf16 => "zipf16",
+            Self::Zipf105 => "zipf105",
+            Self::Hitters => "hitters",
         }
     }
 
@@ -106,6 +119,9 @@ impl Shape {
             Self::Spread => Box::new(spread::Spread),
             Self::Zipf3 => Box::new(zipf::Zipf::status()),
             Self::Zipf20 => Box::new(zipf::Zipf::country()),
+            Self::Zipf16 => Box::new(zipf::Zipf::region()),
+            Self::Zipf105 => Box::new(zipf::Zipf::city()),
+            Self::Hitters => Box::new(hitters::Hitters),
         }
     }
 }
