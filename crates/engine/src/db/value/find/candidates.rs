@@ -8,7 +8,7 @@ use sift_value_index::planner::CostModel;
 use sift_value_index::{Method, ProbeStats};
 
 use super::FindStats;
-use super::read::{Query, posted_keys};
+use super::read::Query;
 use crate::db::SuperVersion;
 use crate::db::value::leaves::IndexState;
 use crate::db::value::plan::Workload;
@@ -129,10 +129,11 @@ impl Candidates {
             work.candidate_blocks += candidate.blocks.len() as u64;
             work.candidate_entries += candidate.blocks.len() as f64 * per_block;
         }
-        for memtable in std::iter::once(&current.active).chain(&current.immutables) {
+        let memtables = std::iter::once(&current.active).chain(&current.immutables);
+        for (memtable, posted) in memtables.zip(&query.posted) {
             let entries = memtable.len() as u64;
             work.memtable_entries += entries;
-            match posted_keys(memtable, query) {
+            match *posted {
                 Some(keys) => work.memtable_postings += keys,
                 None => work.memtable_entries_read += entries,
             }

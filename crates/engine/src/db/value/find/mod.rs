@@ -258,13 +258,7 @@ impl Inner {
             planned: method.is_none(),
             ..FindStats::default()
         };
-        let query = read::Query {
-            index: record,
-            value: wanted.to_vec(),
-            hash,
-            seq,
-            from: from.to_vec(),
-        };
+        let query = read::Query::new(&current, record, wanted, hash, seq, from);
         let record = &query.index;
         let candidates = match method {
             Some(Method::Scan) => None,

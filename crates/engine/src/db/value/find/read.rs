@@ -51,6 +51,36 @@ pub(super) struct Query {
     pub seq: SeqNo,
     /// The least key returned.
     pub from: Vec<u8>,
+    /// Per memtable (active first, then the frozen ones newest first), the
+    /// keys posted under the value if its postings are read, `None` if it
+    /// is read whole: decided once, when the search is made.
+    pub posted: Vec<Option<u64>>,
+}
+
+impl Query {
+    /// The search of `wanted` (hashed to `hash`) by `index` in `current`
+    /// at `seq`, from key `from`.
+    pub(super) fn new(
+        current: &SuperVersion,
+        index: IndexRecord,
+        wanted: &[u8],
+        hash: KeyHash,
+        seq: SeqNo,
+        from: &[u8],
+    ) -> Self {
+        let posted = std::iter::once(&current.active)
+            .chain(&current.immutables)
+            .map(|memtable| posted_keys(memtable, index.id, hash))
+            .collect();
+        Self {
+            index,
+            value: wanted.to_vec(),
+            hash,
+            seq,
+            from: from.to_vec(),
+            posted,
+        }
+    }
 }
 
 /// Past this share of a memtable's entries, a value's postings are not
@@ -58,13 +88,12 @@ pub(super) struct Query {
 /// node, so reading the whole memtable costs about as much.
 const MAX_POSTING_SHARE: f64 = 0.25;
 
-/// How many keys of `memtable` are posted under the searched value, if
-/// its postings are worth reading rather than the whole memtable.
-pub(super) fn posted_keys(memtable: &Memtable, query: &Query) -> Option<u64> {
+/// How many keys of `memtable` are posted under the value hashed to
+/// `hash` in index `index_id`, if its postings are worth reading rather
+/// than the whole memtable.
+fn posted_keys(memtable: &Memtable, index_id: u64, hash: KeyHash) -> Option<u64> {
     let cap = (memtable.len() as f64 * MAX_POSTING_SHARE) as u64 + 1;
-    let count = memtable
-        .postings()
-        .count_up_to(query.index.id, query.hash, cap)?;
+    let count = memtable.postings().count_up_to(index_id, hash, cap)?;
     (count < cap).then_some(count)
 }
 
@@ -78,7 +107,7 @@ pub(super) fn memtables(
     let memtables = std::iter::once(&current.active).chain(&current.immutables);
     let mut all = Vec::new();
     for (i, memtable) in memtables.enumerate() {
-        all.push(match posted_keys(memtable, query) {
+        all.push(match query.posted.get(i).copied().flatten() {
             Some(_) => memtable_postings(memtable, i, query, stats),
             None => memtable_entries(memtable, i, query, stats)?,
         });

@@ -10,6 +10,7 @@ mod reader;
 
 pub(crate) use blocks::BlockFilters;
 pub(crate) use builder::ValueFilterBuilder;
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use hitters::HeavyHitters;
 pub(crate) use reader::{
     HEAVY_HITTERS_VERSION, ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory,
