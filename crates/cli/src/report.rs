@@ -274,6 +274,7 @@ pub fn explain_json(stats: &FindStats, tables: usize) -> Value {
         "blocks_matched": stats.blocks_matched,
         "entries_examined": stats.entries_examined,
         "memtable_entries_scanned": stats.memtable_entries_scanned,
+        "memtable_postings_read": stats.memtable_postings_read,
         "entries_validated": stats.entries_validated,
         "results": stats.results,
         "estimated_filtered_ns": stats.estimated_filtered_ns,
@@ -309,7 +310,7 @@ pub fn explain_line(stats: &FindStats, tables: usize) -> String {
     format!(
         "{}: {filters}; read {} blocks of {} of {tables} tables ({} without a filter; {} blocks \
          and {} tables held the value); {} entries examined, {} memtable entries scanned, {} \
-         validated; {} results",
+         memtable keys looked up through their postings, {} validated; {} results",
         method_name(stats.method),
         stats.blocks_read,
         stats.tables_scanned,
@@ -318,6 +319,7 @@ pub fn explain_line(stats: &FindStats, tables: usize) -> String {
         stats.tables_matched,
         stats.entries_examined,
         stats.memtable_entries_scanned,
+        stats.memtable_postings_read,
         stats.entries_validated,
         stats.results,
     )

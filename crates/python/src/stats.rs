@@ -44,6 +44,7 @@ pub fn find_stats<'py>(py: Python<'py>, stats: &FindStats) -> PyResult<Bound<'py
         blocks_matched,
         entries_examined,
         memtable_entries_scanned,
+        memtable_postings_read,
         entries_validated,
         results,
         estimated_filtered_ns,
