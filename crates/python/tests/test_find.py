@@ -79,3 +79,21 @@ def test_bad_index_arguments_are_invalid(db):
         db.find("x", "v", method="telepathy")
     with pytest.raises(siftdb.InvalidArgumentError):
         db.find("nope", "v")
+
+
+def test_fresh_writes_are_found_through_the_memtable_postings(tmp_path):
+    with siftdb.Db(tmp_path / "fresh") as db:
+        db["before"] = json.dumps({"id": -1, "color": "c7"})
+        db.add_index("color", field="/color")
+        # The memtable that was active when the index arrived has no
+        # postings of it (a search reads it whole); the next one does.
+        db.flush()
+        with db.write_batch() as batch:
+            for i in range(2000):
+                batch[f"k{i:05}"] = json.dumps({"id": i, "color": f"c{i % 400}"})
+        found = db.find("color", "c7")
+        expected = [b"before"] + [f"k{i:05}".encode() for i in range(7, 2000, 400)]
+        assert [key for key, _ in found] == expected
+        stats = found.explain()
+        assert stats["memtable_postings_read"] == 5
+        assert stats["memtable_entries_scanned"] == 0
