@@ -28,11 +28,15 @@ pub(crate) struct Unpacker {
     syncer: Syncer,
 }
 
-/// A thread that syncs the files sent to it, in order.
+/// A thread that syncs the files sent to it, in order. Dropped, it still
+/// waits for the thread: an unpacker refused mid-stream leaves no thread
+/// syncing into a directory its caller is about to remove.
 #[derive(Debug)]
 struct Syncer {
-    files: mpsc::Sender<Box<dyn WritableFile>>,
-    thread: JoinHandle<io::Result<()>>,
+    /// `None` once closed.
+    files: Option<mpsc::Sender<Box<dyn WritableFile>>>,
+    /// `None` once joined.
+    thread: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl Syncer {
@@ -41,23 +45,41 @@ impl Syncer {
         let thread = std::thread::Builder::new()
             .name("snapshot-sync".into())
             .spawn(move || queue.into_iter().try_for_each(|mut file| file.sync()))?;
-        Ok(Self { files, thread })
+        Ok(Self {
+            files: Some(files),
+            thread: Some(thread),
+        })
     }
 
     /// Queues `file` to be synced.
     fn sync(&self, file: Box<dyn WritableFile>) -> io::Result<()> {
         // The thread only stops early on an error: `wait` returns it.
         self.files
-            .send(file)
-            .map_err(|_| io::Error::other("a snapshot file could not be synced"))
+            .as_ref()
+            .and_then(|files| files.send(file).ok())
+            .ok_or_else(|| io::Error::other("a snapshot file could not be synced"))
     }
 
     /// Waits until every file queued is synced.
-    fn wait(self) -> io::Result<()> {
-        drop(self.files);
-        self.thread
-            .join()
-            .map_err(|_| io::Error::other("the snapshot's sync thread panicked"))?
+    fn wait(mut self) -> io::Result<()> {
+        self.join()
+    }
+
+    fn join(&mut self) -> io::Result<()> {
+        drop(self.files.take());
+        match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .map_err(|_| io::Error::other("the snapshot's sync thread panicked"))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        // An error here belongs to a stream already refused.
+        let _ = self.join();
     }
 }
 
@@ -296,6 +318,24 @@ mod tests {
         unpack(&fs, &longer, 64).unwrap();
         longer.push(1);
         assert!(unpack(&fs, &longer, 64).is_err());
+    }
+
+    #[test]
+    fn a_refused_stream_leaves_no_sync_thread_behind() {
+        let (fs, mut bytes) = stream(&[700, 3]);
+        // The second header is damaged: the first file is queued to sync
+        // before the stream is refused.
+        bytes[1536 + 10] ^= 1;
+        let synced = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = Arc::clone(&synced);
+        fs.on_sync(Arc::new(move |_, point| {
+            if matches!(point, siftdb::fs::SyncPoint::File(_)) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }));
+        assert!(unpack(&fs, &bytes, 512).is_err());
+        assert_eq!(synced.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]
