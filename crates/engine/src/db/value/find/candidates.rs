@@ -78,9 +78,7 @@ pub(super) fn probe(
                 let blocks: Vec<usize> = match reader.block_filters(record.id) {
                     Some(filters) => {
                         stats.block_filters_probed += count as u64;
-                        (0..count)
-                            .filter(|&i| filters.may_contain(i, hash))
-                            .collect()
+                        filters.positive_blocks(hash)
                     }
                     None => (0..count).collect(),
                 };

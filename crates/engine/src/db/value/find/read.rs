@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use sift_filter::KeyHash;
 
 use super::candidates::CandidateTable;
-use super::{FindStats, has_value};
+use super::{FindStats, has_value, same_bytes};
 use crate::db::SuperVersion;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
@@ -194,14 +194,15 @@ pub(super) fn block(
     // The user key whose visible version was last seen: older versions of
     // it are skipped.
     let mut decided: Vec<u8> = Vec::new();
+    // Keys ascend in a block: once one reaches `from`, the rest do, and
+    // comparing each (a call per entry) is no longer needed.
+    let mut before_from = !query.from.is_empty();
     table.for_each_in_block(at, |key, value| {
         stats.entries_examined += 1;
+        before_from = before_from && key.user_key < query.from.as_slice();
         // A key before `from` is skipped whole; the first key after it is
         // a continuation only if the block began with it.
-        if key.seq > query.seq
-            || key.user_key < query.from.as_slice()
-            || (!first && decided == key.user_key)
-        {
+        if key.seq > query.seq || before_from || (!first && same_bytes(&decided, key.user_key)) {
             return;
         }
         let check_own = first && continued.as_deref() == Some(key.user_key);

@@ -79,20 +79,12 @@ impl BlockFilters {
         Some((start, end - start))
     }
 
-    /// The bit positions of `hash` in a filter of `bits` bits starting at
-    /// `start` (`bits > 0`).
-    fn positions(&self, start: u64, bits: u64, hash: KeyHash) -> impl Iterator<Item = u64> {
-        DoubleHashing::new(hash)
-            .take(self.probes as usize)
-            .map(move |g| start + fastrange64(mix64(g), bits))
-    }
-
     fn insert(&mut self, i: usize, hash: KeyHash) {
         let Some((start, bits)) = self.span(i).filter(|&(_, bits)| bits > 0) else {
             return;
         };
-        let positions: Vec<u64> = self.positions(start, bits, hash).collect();
-        for at in positions {
+        let probes = Probes::of(hash, self.probes);
+        for at in probes.positions(start, bits) {
             if let Some(word) = self.words.get_mut((at / 64) as usize) {
                 *word |= 1 << (at % 64);
             }
@@ -102,11 +94,25 @@ impl BlockFilters {
     /// `false` only if data block `i` holds no entry with a value hashing
     /// to `hash`. A block past the last filter answers "maybe".
     pub(crate) fn may_contain(&self, i: usize, hash: KeyHash) -> bool {
+        self.may_contain_probes(i, &Probes::of(hash, self.probes))
+    }
+
+    /// The data blocks that may hold an entry with a value hashing to
+    /// `hash`, ascending: [`may_contain`](Self::may_contain) of every
+    /// block, with the value's probes mixed once for all of them.
+    pub(crate) fn positive_blocks(&self, hash: KeyHash) -> Vec<usize> {
+        let probes = Probes::of(hash, self.probes);
+        (0..self.len())
+            .filter(|&i| self.may_contain_probes(i, &probes))
+            .collect()
+    }
+
+    fn may_contain_probes(&self, i: usize, probes: &Probes) -> bool {
         let Some((start, bits)) = self.span(i) else {
             return true;
         };
         bits > 0
-            && self.positions(start, bits, hash).all(|at| {
+            && probes.positions(start, bits).all(|at| {
                 self.words
                     .get((at / 64) as usize)
                     .is_some_and(|w| w >> (at % 64) & 1 == 1)
@@ -186,6 +192,33 @@ impl BlockFilters {
     }
 }
 
+/// A value's probes, `mix64(g_j)` for `j < k`: the same in every block's
+/// filter, which only scales them to its own bits.
+struct Probes {
+    mixed: [u64; MAX_PROBES as usize],
+    k: usize,
+}
+
+impl Probes {
+    fn of(hash: KeyHash, k: u32) -> Self {
+        let mut mixed = [0; MAX_PROBES as usize];
+        let k = (k as usize).min(mixed.len());
+        for (slot, g) in mixed.iter_mut().zip(DoubleHashing::new(hash)).take(k) {
+            *slot = mix64(g);
+        }
+        Self { mixed, k }
+    }
+
+    /// The bit positions in a filter of `bits` bits starting at `start`
+    /// (`bits > 0`).
+    fn positions(&self, start: u64, bits: u64) -> impl Iterator<Item = u64> + '_ {
+        self.mixed
+            .iter()
+            .take(self.k)
+            .map(move |&m| start + fastrange64(m, bits))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +252,17 @@ mod tests {
         }
         assert!(hashes(0..500).iter().all(|&h| !filters.may_contain(1, h)));
         assert!(filters.may_contain(4, KeyHash::of(b"past the end")));
+    }
+
+    #[test]
+    fn positive_blocks_are_the_blocks_that_may_contain() {
+        let (filters, blocks) = sample();
+        for h in blocks.iter().flatten().copied().chain(hashes(1_000..1_500)) {
+            let each: Vec<usize> = (0..filters.len())
+                .filter(|&i| filters.may_contain(i, h))
+                .collect();
+            assert_eq!(filters.positive_blocks(h), each);
+        }
     }
 
     #[test]
