@@ -6,8 +6,11 @@
 //! Each value an index extracts from a `Value` write is hashed once
 //! ([`KeyHash`], as the table filters hash it) and its key appended to the
 //! list of that hash: a hash map from the hash's low 64 bits to keys, in
-//! [`SHARDS`] shards under their own locks, so writer threads seldom wait
-//! for each other and an append costs one map probe. (An ordered skip list
+//! [`SHARDS`] shards under their own locks, so an append costs one map
+//! probe. A writer thread appends to its own shard, whatever the value:
+//! writers that share a common value (three values in a column, say) do
+//! not all wait for the one lock of that value, as they would if values
+//! chose the shard. A search gathers its value's keys from every shard. (An ordered skip list
 //! of `(hash, key)` answered in key order without sorting, but its insert,
 //! a descent of cache misses through a node per posting, cost a load with
 //! one index 0.53–0.65× the writes/s of no index against 0.79× for the
@@ -22,7 +25,7 @@
 
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use sift_filter::KeyHash;
@@ -33,8 +36,18 @@ use crate::value_def::{Extractor, IndexRecord};
 /// its slot in its list, and the list's share of the map, about.
 const POSTING_OVERHEAD_BYTES: usize = 48;
 
-/// Locks per index: a power of two, chosen by the hash's top bits.
+/// Locks per index: one per writer thread, up to this many.
 const SHARDS: usize = 16;
+
+/// The shard the current thread appends to: threads take the shards in
+/// turn, in the order they first write.
+fn writer_shard() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.with(|shard| *shard)
+}
 
 /// Keys by value hash, one shard of them.
 type Shard = HashMap<u64, Vec<Box<[u8]>>>;
@@ -51,13 +64,21 @@ struct IndexPostings {
 }
 
 impl IndexPostings {
-    /// The shard of `hash`, locked. No code panics while holding it (the
-    /// extractor runs outside), so a poisoned lock still holds whole lists.
-    fn shard(&self, hash: u64) -> MutexGuard<'_, Shard> {
-        let at = (hash >> (u64::BITS - SHARDS.ilog2())) as usize;
+    /// Shard `at`, locked. No code panics while holding it (the extractor
+    /// runs outside), so a poisoned lock still holds whole lists.
+    fn shard(&self, at: usize) -> MutexGuard<'_, Shard> {
         self.shards[at % SHARDS]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The keys posted under `hash`, in every shard.
+    fn each_posted(&self, hash: u64, mut f: impl FnMut(&[Box<[u8]>])) {
+        for at in 0..SHARDS {
+            if let Some(keys) = self.shard(at).get(&hash) {
+                f(keys);
+            }
+        }
     }
 }
 
@@ -94,6 +115,7 @@ impl ValuePostings {
     /// flush meets the same panic and fails the database, as before).
     pub(crate) fn add(&self, user_key: &[u8], value: &[u8]) -> usize {
         let mut charged = 0;
+        let shard = writer_shard();
         for index in &self.indexes {
             if !index.complete.load(Ordering::Relaxed) {
                 continue;
@@ -102,7 +124,7 @@ impl ValuePostings {
                 index.extractor.extract(value, &mut |v| {
                     let hash = KeyHash::of(v).lo();
                     index
-                        .shard(hash)
+                        .shard(shard)
                         .entry(hash)
                         .or_default()
                         .push(user_key.into());
@@ -127,14 +149,15 @@ impl ValuePostings {
     ) -> Option<impl Iterator<Item = Vec<u8>>> {
         let index = self.complete(index_id)?;
         let hash = hash.lo();
-        let mut keys: Vec<Vec<u8>> = index
-            .shard(hash)
-            .get(&hash)
-            .into_iter()
-            .flatten()
-            .filter(|key| key[..] >= *from)
-            .map(|key| key.to_vec())
-            .collect();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        index.each_posted(hash, |posted| {
+            keys.extend(
+                posted
+                    .iter()
+                    .filter(|key| key[..] >= *from)
+                    .map(|key| key.to_vec()),
+            );
+        });
         keys.sort_unstable();
         keys.dedup();
         Some(keys.into_iter())
@@ -146,8 +169,9 @@ impl ValuePostings {
     pub(crate) fn count_up_to(&self, index_id: u64, hash: KeyHash, cap: u64) -> Option<u64> {
         let index = self.complete(index_id)?;
         let hash = hash.lo();
-        let count = index.shard(hash).get(&hash).map_or(0, Vec::len);
-        Some((count as u64).min(cap))
+        let mut count = 0;
+        index.each_posted(hash, |posted| count += posted.len() as u64);
+        Some(count.min(cap))
     }
 
     /// Index `index_id`'s postings, if kept and complete.
@@ -193,6 +217,33 @@ mod tests {
         );
         assert!(keys(&p, 0, b"big", b"").is_empty());
         assert!(p.keys(2, KeyHash::of(b"red"), b"").is_none());
+    }
+
+    #[test]
+    fn writers_of_one_value_append_to_shards_of_their_own() {
+        let p = postings();
+        std::thread::scope(|scope| {
+            for writer in 0..4u8 {
+                let p = &p;
+                scope.spawn(move || {
+                    for i in 0..100u8 {
+                        p.add(&[writer, i], b"red,big");
+                    }
+                });
+            }
+        });
+        let all = keys(&p, 0, b"red", b"");
+        let expected: Vec<Vec<u8>> = (0..4u8)
+            .flat_map(|w| (0..100u8).map(move |i| vec![w, i]))
+            .collect();
+        assert_eq!(all, expected);
+        let hash = KeyHash::of(b"red");
+        assert_eq!(p.count_up_to(0, hash, u64::MAX), Some(400));
+        let index = p.complete(0).unwrap();
+        let used = (0..SHARDS)
+            .filter(|&at| index.shard(at).contains_key(&hash.lo()))
+            .count();
+        assert!(used > 1, "four writers shared {used} shard");
     }
 
     #[test]
