@@ -275,10 +275,13 @@ pub fn explain_json(stats: &FindStats, tables: usize) -> Value {
         "entries_examined": stats.entries_examined,
         "memtable_entries_scanned": stats.memtable_entries_scanned,
         "memtable_postings_read": stats.memtable_postings_read,
+        "read_whole": stats.read_whole,
+        "runs_read_whole": stats.runs_read_whole,
         "entries_validated": stats.entries_validated,
         "results": stats.results,
         "estimated_filtered_ns": stats.estimated_filtered_ns,
         "estimated_scan_ns": stats.estimated_scan_ns,
+        "estimated_read_whole_ns": stats.estimated_read_whole_ns,
     })
 }
 
@@ -307,8 +310,16 @@ pub fn explain_line(stats: &FindStats, tables: usize) -> String {
             stats.block_filters_probed, stats.blocks_positive
         ),
     };
+    let whole = if stats.read_whole {
+        format!(
+            "memtables and {} newest runs read whole, older runs by candidate blocks; ",
+            stats.runs_read_whole
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{}: {filters}; read {} blocks of {} of {tables} tables ({} without a filter; {} blocks \
+        "{}: {filters}; {whole}read {} blocks of {} of {tables} tables ({} without a filter; {} blocks \
          and {} tables held the value); {} entries examined, {} memtable entries scanned, {} \
          memtable keys looked up through their postings, {} validated; {} results",
         method_name(stats.method),

@@ -45,10 +45,13 @@ pub fn find_stats<'py>(py: Python<'py>, stats: &FindStats) -> PyResult<Bound<'py
         entries_examined,
         memtable_entries_scanned,
         memtable_postings_read,
+        read_whole,
+        runs_read_whole,
         entries_validated,
         results,
         estimated_filtered_ns,
         estimated_scan_ns,
+        estimated_read_whole_ns,
     );
     Ok(dict)
 }

@@ -84,6 +84,9 @@ pub struct Tally {
     pub read_candidates: u64,
     /// Planner: searches where it chose a scan after probing.
     pub chose_scan: u64,
+    /// Planner: searches that read the memtables and the newest runs
+    /// whole (and the other runs' candidate blocks).
+    pub read_whole: u64,
     /// Searches that read no data block.
     pub no_block: u64,
     /// Exact index: index entries read.
@@ -219,6 +222,7 @@ fn search(
                 tally.chose_scan += 1;
             } else {
                 tally.read_candidates += 1;
+                tally.read_whole += u64::from(stats.read_whole);
             }
         }
         let mut keys = Vec::with_capacity(found.len());

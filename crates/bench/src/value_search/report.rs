@@ -73,6 +73,9 @@ pub struct QueryRow {
     /// Planner: share of queries where it read the candidate blocks (the
     /// rest it answered with a scan).
     pub planner_read_candidates: Option<f64>,
+    /// Planner: share of queries where it read the memtables and the
+    /// newest runs whole, and the other runs' candidate blocks.
+    pub planner_read_whole: Option<f64>,
     /// Absent values: share of queries that read no data block.
     pub no_block_share: Option<f64>,
     /// Exact index: mean index entries read per query.
@@ -118,6 +121,8 @@ impl QueryRow {
             results: tally.mean(tally.results),
             planner_read_candidates: (contender == Contender::Planner)
                 .then(|| tally.mean(tally.read_candidates)),
+            planner_read_whole: (contender == Contender::Planner)
+                .then(|| tally.mean(tally.read_whole)),
             no_block_share: (absent && filters).then(|| tally.mean(tally.no_block)),
             index_entries: (!filters).then(|| tally.mean(tally.index_entries)),
         }
@@ -291,6 +296,9 @@ fn query_table(rows: &[&QueryRow]) -> String {
             let mut notes = Vec::new();
             if let Some(p) = pct(r.planner_read_candidates) {
                 notes.push(format!("read candidates in {p}"));
+            }
+            if let Some(p) = pct(r.planner_read_whole.filter(|&share| share > 0.0)) {
+                notes.push(format!("newest read whole in {p}"));
             }
             if let Some(p) = pct(r.no_block_share) {
                 notes.push(format!("no block read in {p}"));

@@ -41,6 +41,12 @@ pub(super) trait TableScope: Copy {
     /// Whether a table whose newest entry has sequence number `max_seq`
     /// can hold a version the lookup wants.
     fn wants(self, max_seq: SeqNo) -> bool;
+    /// Whether the lookup passes over run `run` of `level` (one it
+    /// [`reads`](Self::reads) the runs after): none by default.
+    #[inline]
+    fn skips(self, _level: usize, _run: usize) -> bool {
+        false
+    }
 }
 
 /// Every table: a get.
@@ -60,14 +66,16 @@ impl TableScope for AllTables {
 }
 
 /// The runs before run `run` of `level` (and that run too, if
-/// `inclusive`), and only tables with a version newer than `seq`: what can
-/// hide a version found in that run.
+/// `inclusive`) from run `first.1` of level `first.0` on, and only tables
+/// with a version newer than `seq`: what can hide a version found in that
+/// run, less the runs a search by value read whole (before `first`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct NewerThan {
     pub level: usize,
     pub run: usize,
     pub inclusive: bool,
     pub seq: SeqNo,
+    pub first: (usize, usize),
 }
 
 impl TableScope for NewerThan {
@@ -78,6 +86,10 @@ impl TableScope for NewerThan {
 
     fn wants(self, max_seq: SeqNo) -> bool {
         max_seq > self.seq
+    }
+
+    fn skips(self, level: usize, run: usize) -> bool {
+        (level, run) < self.first
     }
 }
 
@@ -317,6 +329,9 @@ impl Inner {
                 if !scope.reads(level, at) {
                     return Ok(None);
                 }
+                if scope.skips(level, at) {
+                    continue;
+                }
                 let Some(table) = run.table_for_at(key, seq) else {
                     continue;
                 };
@@ -386,6 +401,21 @@ impl Inner {
         seq: SeqNo,
         filtering: Option<Arc<ScanFiltering>>,
     ) -> DbIter {
+        let merged = Self::merged(current, &bounds, usize::MAX, filtering.as_ref());
+        DbIter {
+            inner: VisibleIter::new(merged, seq, bounds),
+        }
+    }
+
+    /// Every version within `bounds` in the memtables of `current` and its
+    /// first `runs` runs (newest first: by level, then run), merged; runs
+    /// may skip the tables `filtering` rules out.
+    pub(super) fn merged(
+        current: &SuperVersion,
+        bounds: &Bounds,
+        runs: usize,
+        filtering: Option<&Arc<ScanFiltering>>,
+    ) -> MergeIter<'static> {
         let mut sources: Vec<BoxedSource<'static>> = Vec::new();
         for memtable in std::iter::once(&current.active).chain(&current.immutables) {
             // Writes up to `seq` are in the memtable before `seq` is
@@ -395,17 +425,15 @@ impl Inner {
             }
         }
         let shared: SharedBounds = Arc::new(bounds.clone());
-        for (index, level) in current.version.levels.iter().enumerate() {
-            for run in 0..level.runs.len() {
-                let iter = RunIter::new(&current.version, index, run, &shared, filtering.as_ref());
-                if let Some(iter) = iter {
-                    sources.push(Box::new(iter));
-                }
+        let all = current.version.levels.iter().enumerate();
+        let every_run =
+            all.flat_map(|(index, level)| (0..level.runs.len()).map(move |run| (index, run)));
+        for (index, run) in every_run.take(runs) {
+            if let Some(iter) = RunIter::new(&current.version, index, run, &shared, filtering) {
+                sources.push(Box::new(iter));
             }
         }
-        DbIter {
-            inner: VisibleIter::new(MergeIter::new(sources), seq, bounds),
-        }
+        MergeIter::new(sources)
     }
 }
 

@@ -179,7 +179,7 @@ fn sample(
     let uncounted = Shard::default();
     let (nanos, ()) = timed(|| {
         for hit in &hits {
-            black_box(shadowed(current, hit, seq, &uncounted, &mut scratch).is_ok());
+            black_box(shadowed(current, hit, seq, None, &uncounted, &mut scratch).is_ok());
         }
     });
     validate.add(nanos, hits.len());

@@ -11,16 +11,14 @@ use super::FindStats;
 use super::read::Query;
 use crate::db::SuperVersion;
 use crate::db::value::leaves::IndexState;
-use crate::db::value::plan::Workload;
+use crate::db::value::plan::{RunWork, Workload};
 use crate::error::Result;
 use crate::sstable::Table;
 use crate::value_def::IndexRecord;
-use crate::version::LiveTable;
 
 /// A table a search reads, and which of its blocks.
 #[derive(Debug)]
 pub(super) struct CandidateTable {
-    pub table: Arc<LiveTable>,
     /// Its metadata, held while the search reads it.
     pub reader: Arc<Table>,
     /// Where it is in the version: level, and run within the level.
@@ -34,8 +32,9 @@ pub(super) struct CandidateTable {
 #[derive(Debug, Default)]
 pub(super) struct Candidates {
     pub tables: Vec<CandidateTable>,
-    /// Per candidate table, the results expected from it (`plan.rs`).
-    expected: Vec<f64>,
+    /// Per run of the version, in read order: its size, and what its
+    /// candidates would read.
+    runs: Vec<RunWork>,
     /// Data blocks and entries of all the version's tables.
     store_blocks: u64,
     store_entries: u64,
@@ -66,7 +65,12 @@ pub(super) fn probe(
     };
     for (level, tables) in current.version.levels.iter().enumerate() {
         for (run, tables) in tables.runs.iter().enumerate() {
+            out.runs.push(RunWork::default());
             for table in tables.tables() {
+                if let Some(work) = out.runs.last_mut() {
+                    work.blocks += table.summary().map_or(0, |s| s.data_blocks);
+                    work.entries += table.meta.entries;
+                }
                 let id = table.meta.id;
                 let unindexed = state.unindexed.contains(&id);
                 if !unindexed && positive.binary_search(&id).is_err() {
@@ -95,10 +99,13 @@ pub(super) fn probe(
                     .entry(record.id)
                     .filter(|e| e.values > 0 && e.distinct_values > 0)
                     .map_or(1.0, |e| e.expected_values(hash));
-                out.expected
-                    .push(in_table.min(blocks.len() as f64 * per_block));
+                let expected = in_table.min(blocks.len() as f64 * per_block);
+                if let Some(work) = out.runs.last_mut() {
+                    work.candidate_blocks += blocks.len() as u64;
+                    work.candidate_entries += blocks.len() as f64 * per_block;
+                    work.expected_results += expected;
+                }
                 out.tables.push(CandidateTable {
-                    table: Arc::clone(table),
                     reader,
                     level,
                     run,
@@ -115,17 +122,15 @@ impl Candidates {
     /// `current`.
     pub(super) fn workload(&self, current: &SuperVersion, query: &Query) -> Workload {
         let mut work = Workload {
-            expected_results: self.expected.iter().sum(),
             total_blocks: self.store_blocks,
             total_entries: self.store_entries,
+            runs: self.runs.clone(),
             ..Workload::default()
         };
-        for candidate in &self.tables {
-            let t = &candidate.table;
-            let blocks = candidate.reader.data_blocks();
-            let per_block = t.meta.entries as f64 / blocks.max(1) as f64;
-            work.candidate_blocks += candidate.blocks.len() as u64;
-            work.candidate_entries += candidate.blocks.len() as f64 * per_block;
+        for run in &self.runs {
+            work.candidate_blocks += run.candidate_blocks;
+            work.candidate_entries += run.candidate_entries;
+            work.expected_results += run.expected_results;
         }
         let memtables = std::iter::once(&current.active).chain(&current.immutables);
         for (memtable, posted) in memtables.zip(&query.posted) {

@@ -8,10 +8,11 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
-use super::FindStats;
 use super::candidates::{CandidateTable, Candidates};
-use super::read::{self, Hit, Query};
+use super::read::{self, Hit, Query, Source};
 use super::validate::shadowed;
+use super::whole::ReadWhole;
+use super::{FindStats, same_bytes};
 use crate::db::SuperVersion;
 use crate::db::counters::Counters;
 use crate::error::Result;
@@ -22,8 +23,12 @@ pub(super) struct Merge {
     current: Arc<SuperVersion>,
     query: Query,
     counters: Counters,
-    /// One per memtable, then one per run with candidate tables.
+    /// The sources read whole first, if the plan reads some, then one per
+    /// memtable not read whole, then one per run with candidate tables.
     sources: Vec<Cursor>,
+    /// The key the sources read whole decided last: hits of it from the
+    /// other sources are older versions, hidden.
+    decided: Vec<u8>,
     /// The next hit of every source that has one, smallest key first.
     fronts: BinaryHeap<Reverse<Front>>,
     /// Reused by validation's lookups.
@@ -39,13 +44,27 @@ impl Merge {
         candidates: Candidates,
         stats: &mut FindStats,
     ) -> Result<Self> {
-        let mut sources: Vec<Cursor> = read::memtables(&current, &query, stats)?
-            .into_iter()
-            .map(Cursor::buffered)
-            .collect();
+        let mut sources: Vec<Cursor> = match query.read_whole {
+            Some(first) => {
+                let runs = runs_before(&current, first);
+                stats.read_whole = true;
+                stats.runs_read_whole = runs as u64;
+                vec![Cursor::whole(ReadWhole::new(&current, &query, runs))]
+            }
+            None => read::memtables(&current, &query, stats)?
+                .into_iter()
+                .map(Cursor::buffered)
+                .collect(),
+        };
         // Candidates come in read order (level, run, then key order within
         // a run): each run becomes one source.
         for mut table in candidates.tables {
+            if query
+                .read_whole
+                .is_some_and(|first| (table.level, table.run) < first)
+            {
+                continue;
+            }
             // Blocks wholly before `from` hold nothing to return.
             let t = &table.reader;
             table.blocks.retain(|&at| {
@@ -72,6 +91,7 @@ impl Merge {
             counters,
             sources,
             fronts,
+            decided: Vec::new(),
             scratch: Vec::new(),
         })
     }
@@ -82,11 +102,24 @@ impl Merge {
             if let Some(next) = self.sources[source].next(&self.query, stats)? {
                 self.fronts.push(Reverse(Front { hit: next, source }));
             }
+            // Sources read whole come first at a key (source 0).
+            if let Source::ReadWhole { matched } = hit.source {
+                self.decided.clear();
+                self.decided.extend_from_slice(&hit.key);
+                if matched {
+                    return Ok(Some((hit.key, hit.value)));
+                }
+                continue;
+            }
+            if self.query.read_whole.is_some() && same_bytes(&self.decided, &hit.key) {
+                continue;
+            }
             stats.entries_validated += 1;
             let (current, scratch) = (&self.current, &mut self.scratch);
+            let (seq, read_whole) = (self.query.seq, self.query.read_whole);
             let hidden = self
                 .counters
-                .with(|counters| shadowed(current, &hit, self.query.seq, counters, scratch))?;
+                .with(|counters| shadowed(current, &hit, seq, read_whole, counters, scratch))?;
             if !hidden {
                 return Ok(Some((hit.key, hit.value)));
             }
@@ -124,6 +157,8 @@ impl Eq for Front {}
 /// One source's hits in key order: a memtable's, all known, or a run's,
 /// read block by block.
 struct Cursor {
+    /// The merged pass over the sources read whole, if this is it.
+    whole: Option<Box<ReadWhole>>,
     /// Hits read and not yet handed out.
     buffered: VecDeque<Hit>,
     /// The run's candidate tables not yet read through, in key order.
@@ -137,11 +172,18 @@ struct Cursor {
 impl Cursor {
     fn buffered(hits: VecDeque<Hit>) -> Self {
         Self {
+            whole: None,
             buffered: hits,
             tables: VecDeque::new(),
             next_block: 0,
             table_matched: false,
         }
+    }
+
+    fn whole(read: ReadWhole) -> Self {
+        let mut cursor = Self::buffered(VecDeque::new());
+        cursor.whole = Some(Box::new(read));
+        cursor
     }
 
     fn run(table: CandidateTable) -> Self {
@@ -159,6 +201,9 @@ impl Cursor {
 
     /// The next hit, reading candidate blocks until one holds a hit.
     fn next(&mut self, query: &Query, stats: &mut FindStats) -> Result<Option<Hit>> {
+        if let Some(whole) = &mut self.whole {
+            return whole.next(query, stats);
+        }
         loop {
             if let Some(hit) = self.buffered.pop_front() {
                 return Ok(Some(hit));
@@ -183,4 +228,17 @@ impl Cursor {
             }
         }
     }
+}
+
+/// How many runs of `current` come before run `first.1` of level
+/// `first.0` in read order.
+fn runs_before(current: &SuperVersion, (level, run): (usize, usize)) -> usize {
+    let above: usize = current
+        .version
+        .levels
+        .iter()
+        .take(level)
+        .map(|l| l.runs.len())
+        .sum();
+    above + run
 }

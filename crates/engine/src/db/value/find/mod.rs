@@ -28,7 +28,10 @@ mod candidates;
 mod merge;
 mod read;
 mod scan;
+#[cfg(test)]
+mod tests;
 mod validate;
+mod whole;
 
 pub(in crate::db) use read::{Hit, Source};
 pub(in crate::db) use validate::shadowed;
@@ -37,7 +40,7 @@ use sift_filter::KeyHash;
 use sift_value_index::{Method, ProbeStats};
 
 use super::calibrate;
-use super::plan::{self, Costs};
+use super::plan::{self, Costs, Way};
 use crate::db::{Inner, SuperVersion, lock};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -90,6 +93,11 @@ pub struct FindStats {
     pub memtable_entries_scanned: u64,
     /// Memtable keys looked up through the value's postings.
     pub memtable_postings_read: u64,
+    /// Whether the memtables and the newest runs were read whole, in one
+    /// merged pass, and the older runs by their candidate blocks.
+    pub read_whole: bool,
+    /// How many runs were read whole (0: the memtables only).
+    pub runs_read_whole: u64,
     /// Candidate keys checked against newer versions.
     pub entries_validated: u64,
     /// Keys returned.
@@ -99,6 +107,9 @@ pub struct FindStats {
     pub estimated_filtered_ns: u64,
     /// Its estimate for scanning the store, in nanoseconds.
     pub estimated_scan_ns: u64,
+    /// Its estimate for reading the newest runs whole and the others by
+    /// their candidate blocks (the cheapest split), in nanoseconds.
+    pub estimated_read_whole_ns: u64,
 }
 
 impl Default for FindStats {
@@ -121,10 +132,13 @@ impl Default for FindStats {
             entries_examined: 0,
             memtable_entries_scanned: 0,
             memtable_postings_read: 0,
+            read_whole: false,
+            runs_read_whole: 0,
             entries_validated: 0,
             results: 0,
             estimated_filtered_ns: 0,
             estimated_scan_ns: 0,
+            estimated_read_whole_ns: 0,
         }
     }
 }
@@ -255,6 +269,19 @@ impl Inner {
         method: Option<Method>,
         from: &[u8],
     ) -> Result<Find> {
+        self.find_by(index, wanted, seq, method, from, None)
+    }
+
+    /// [`Inner::find_at`], read the way `forced` says when given (tests).
+    fn find_by(
+        &self,
+        index: &str,
+        wanted: &[u8],
+        seq: Option<SeqNo>,
+        method: Option<Method>,
+        from: &[u8],
+        forced: Option<Way>,
+    ) -> Result<Find> {
         let record = self
             .index_named(index)
             .ok_or_else(|| Error::InvalidArgument(format!("no value index named {index:?}")))?;
@@ -265,44 +292,77 @@ impl Inner {
         let seq = seq.unwrap_or_else(|| self.visible_seq());
         let hash = KeyHash::of(wanted);
         let mut stats = FindStats {
-            planned: method.is_none(),
+            planned: method.is_none() && forced.is_none(),
             ..FindStats::default()
         };
-        let query = read::Query::new(&current, record, wanted, hash, seq, from);
+        let mut query = read::Query::new(&current, record, wanted, hash, seq, from);
         let record = &query.index;
-        let candidates = match method {
-            Some(Method::Scan) => None,
-            Some(method) => Some(
-                self.candidates(&current, record, Some(method), seq, hash, &mut stats)?
-                    .0,
-            ),
+        let (candidates, way) = match method {
+            Some(Method::Scan) => (None, Way::Scan),
+            Some(method) => {
+                let (candidates, _) =
+                    self.candidates(&current, record, Some(method), seq, hash, &mut stats)?;
+                (Some(candidates), Way::Filtered)
+            }
             None => {
                 let (candidates, costs) =
                     self.candidates(&current, record, None, seq, hash, &mut stats)?;
-                // Without a candidate block nothing is cheaper than reading none.
-                let scan = !candidates.tables.is_empty() && {
-                    let estimate = plan::estimate(&candidates.workload(&current, &query), &costs);
-                    stats.estimated_filtered_ns = estimate.filtered_ns as u64;
-                    stats.estimated_scan_ns = estimate.scan_ns as u64;
-                    estimate.scan_wins()
+                let way = match forced {
+                    Some(way) => way,
+                    // Without a candidate block nothing is cheaper than
+                    // reading none.
+                    None if candidates.tables.is_empty() => Way::Filtered,
+                    None => {
+                        let work = candidates.workload(&current, &query);
+                        let estimate = plan::estimate(&work, &costs);
+                        stats.estimated_filtered_ns = estimate.filtered_ns as u64;
+                        stats.estimated_scan_ns = estimate.scan_ns as u64;
+                        stats.estimated_read_whole_ns =
+                            estimate.read_whole.map_or(0, |(ns, _)| ns as u64);
+                        estimate.way()
+                    }
                 };
-                (!scan).then_some(candidates)
+                (Some(candidates), way)
             }
         };
-        let results = match candidates {
-            Some(candidates) => Results::Merge(Box::new(merge::Merge::new(
-                current,
-                query,
-                self.counters.clone(),
-                candidates,
-                &mut stats,
-            )?)),
-            None => {
+        let results = match (candidates, way) {
+            (Some(candidates), Way::Filtered | Way::ReadWhole { .. }) => {
+                if let Way::ReadWhole { runs } = way {
+                    query.read_whole = Some(nth_run(&current, runs));
+                }
+                Results::Merge(Box::new(merge::Merge::new(
+                    current,
+                    query,
+                    self.counters.clone(),
+                    candidates,
+                    &mut stats,
+                )?))
+            }
+            _ => {
                 stats.method = Method::Scan;
                 Results::Scan(Box::new(scan::Scan::new(&current, query)))
             }
         };
         Ok(Find { results, stats })
+    }
+
+    /// A search planned as usual but read with the memtables and the first
+    /// `runs` runs whole.
+    #[cfg(test)]
+    pub(in crate::db) fn find_reading_whole(
+        &self,
+        index: &str,
+        wanted: &[u8],
+        runs: usize,
+    ) -> Result<Find> {
+        self.find_by(
+            index,
+            wanted,
+            None,
+            None,
+            &[],
+            Some(Way::ReadWhole { runs }),
+        )
     }
 
     /// Step 1: the candidate blocks of `current` for the value hashed to
@@ -343,4 +403,17 @@ impl Inner {
         )?;
         Ok((found, costs))
     }
+}
+
+/// Run `n` of `current` in read order (newest first: by level, then run),
+/// as `(level, run)`; past the last, the first run of a level after the
+/// last.
+fn nth_run(current: &SuperVersion, mut n: usize) -> (usize, usize) {
+    for (level, tables) in current.version.levels.iter().enumerate() {
+        if n < tables.runs.len() {
+            return (level, n);
+        }
+        n -= tables.runs.len();
+    }
+    (current.version.levels.len(), 0)
 }

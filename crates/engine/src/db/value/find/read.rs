@@ -38,6 +38,10 @@ pub(in crate::db) enum Source {
         /// necessarily read: a newer visible one may be there.
         check_own: bool,
     },
+    /// The sources read whole (`whole.rs`): the newest visible version of
+    /// the key in all of them, which decides it. A result if `matched`
+    /// (a version with the value); otherwise it only hides older hits.
+    ReadWhole { matched: bool },
 }
 
 /// What a search is for.
@@ -55,6 +59,9 @@ pub(super) struct Query {
     /// keys posted under the value if its postings are read, `None` if it
     /// is read whole: decided once, when the search is made.
     pub posted: Vec<Option<u64>>,
+    /// The run `(level, run)` before which every run, and every memtable,
+    /// is read whole (`whole.rs`), when the plan reads some whole.
+    pub read_whole: Option<(usize, usize)>,
 }
 
 impl Query {
@@ -79,6 +86,7 @@ impl Query {
             seq,
             from: from.to_vec(),
             posted,
+            read_whole: None,
         }
     }
 }

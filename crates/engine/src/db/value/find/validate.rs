@@ -24,17 +24,24 @@ use crate::read_tier::Files;
 /// Whether a source newer than `hit`'s holds a version of its key visible
 /// at `seq`, counting its filter probes in `counters`. `scratch` is
 /// reused for the keys that lookups decode.
+///
+/// With `read_whole` (`Query::read_whole`), the memtables and the runs
+/// before that one were read whole, merged with the hits: their versions
+/// were met there, and are not looked up again.
 pub(in crate::db) fn shadowed(
     current: &SuperVersion,
     hit: &Hit,
     seq: SeqNo,
+    read_whole: Option<(usize, usize)>,
     counters: &Shard,
     scratch: &mut Vec<u8>,
 ) -> Result<bool> {
     let memtables = std::iter::once(&current.active).chain(&current.immutables);
     let newer_memtables = match hit.source {
         Source::Memtable(i) => i,
+        Source::Table { .. } if read_whole.is_some() => 0,
         Source::Table { .. } => usize::MAX,
+        Source::ReadWhole { .. } => return Ok(false),
     };
     for memtable in memtables.take(newer_memtables) {
         if memtable.lookup(&hit.key, seq).is_some() {
@@ -50,6 +57,11 @@ pub(in crate::db) fn shadowed(
     else {
         return Ok(false);
     };
+    let first = read_whole.unwrap_or((0, 0));
+    // Nothing between the runs read whole and the hit's own run.
+    if (level, run) == first && !check_own {
+        return Ok(false);
+    }
     let lookup = PointLookup {
         key: &hit.key,
         hash: KeyHash::of(&hit.key),
@@ -62,6 +74,7 @@ pub(in crate::db) fn shadowed(
         run,
         inclusive: check_own,
         seq: hit.seq,
+        first,
     };
     let mut blocks_read = 0;
     let found = Inner::get_from_tables(
