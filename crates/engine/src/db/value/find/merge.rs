@@ -26,9 +26,10 @@ pub(super) struct Merge {
     /// The sources read whole first, if the plan reads some, then one per
     /// memtable not read whole, then one per run with candidate tables.
     sources: Vec<Cursor>,
-    /// The key the sources read whole decided last: hits of it from the
-    /// other sources are older versions, hidden.
+    /// The key the sources read whole decided last (once `any_decided`):
+    /// hits of it from the other sources are older versions, hidden.
     decided: Vec<u8>,
+    any_decided: bool,
     /// The next hit of every source that has one, smallest key first.
     fronts: BinaryHeap<Reverse<Front>>,
     /// Reused by validation's lookups.
@@ -92,6 +93,7 @@ impl Merge {
             sources,
             fronts,
             decided: Vec::new(),
+            any_decided: false,
             scratch: Vec::new(),
         })
     }
@@ -106,12 +108,13 @@ impl Merge {
             if let Source::ReadWhole { matched } = hit.source {
                 self.decided.clear();
                 self.decided.extend_from_slice(&hit.key);
+                self.any_decided = true;
                 if matched {
                     return Ok(Some((hit.key, hit.value)));
                 }
                 continue;
             }
-            if self.query.read_whole.is_some() && same_bytes(&self.decided, &hit.key) {
+            if self.any_decided && same_bytes(&self.decided, &hit.key) {
                 continue;
             }
             stats.entries_validated += 1;

@@ -141,3 +141,18 @@ fn a_newer_version_read_whole_hides_an_older_hit_without_a_lookup() {
     assert_eq!(stats.entries_validated, 0, "{stats:?}");
     assert_eq!(stats.runs_read_whole, 1);
 }
+
+#[test]
+fn an_empty_key_in_a_run_read_by_blocks_is_not_taken_for_a_decided_one() {
+    let fs = FaultInjectionFs::new();
+    let db = open(&fs);
+    db.insert(b"", b"0,red").unwrap();
+    db.flush().unwrap();
+    db.insert(b"b", b"1,blue").unwrap();
+    db.flush().unwrap();
+    // The pass over the newer run and the memtables has decided no key
+    // when the older run's hit under the empty key comes out.
+    let found = db.inner.find_reading_whole("color", b"red", 1).unwrap();
+    let keys: Vec<Vec<u8>> = found.map(|r| r.unwrap().0).collect();
+    assert_eq!(keys, [Vec::<u8>::new()]);
+}
