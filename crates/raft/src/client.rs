@@ -626,6 +626,77 @@ mod tests {
         assert!(Client::of_cluster(Vec::<String>::new()).is_none());
     }
 
+    /// A node that answers each write with `answer(n, session)`, `n` from
+    /// 0, and keeps the sessions of the writes it was sent.
+    async fn session_node(
+        answer: impl Fn(usize, Session) -> Result<Written, ApiError> + Clone + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<Session>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&seen);
+        let handler = move |body: axum::body::Bytes| {
+            let session = decode::<Request>(&body).unwrap().session.unwrap();
+            let mut sessions = kept.lock().unwrap();
+            sessions.push(session);
+            let response = encode(&answer(sessions.len() - 1, session)).unwrap();
+            async move { response }
+        };
+        let router = axum::Router::new().route(api::WRITE, axum::routing::post(handler));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        (addr, seen)
+    }
+
+    fn written(outcome: Outcome) -> Result<Written, ApiError> {
+        Ok(Written { outcome, index: 1 })
+    }
+
+    #[tokio::test]
+    async fn a_session_unknown_to_the_cluster_is_renewed_and_the_write_sent_again() {
+        // As the state machine does: a session opens with a request that
+        // says nothing was answered yet; this one forgot (expired) the
+        // client's first session after its first request.
+        let (addr, seen) = session_node(|n, session| {
+            let expired = n > 0 && session.seq > 1 && session.first_unanswered > 1;
+            written(if expired && n == 1 {
+                Outcome::SessionExpired
+            } else {
+                Outcome::Applied
+            })
+        })
+        .await;
+        let client = Client::new(addr).retry_for(Duration::from_secs(10));
+        for _ in 0..3 {
+            let answer = client.put(b"k", b"v").await;
+            assert_eq!(answer.map(|w| w.outcome), Ok(Outcome::Applied));
+        }
+        let seen = seen.lock().unwrap().clone();
+        let numbers: Vec<_> = seen.iter().map(|s| (s.seq, s.first_unanswered)).collect();
+        // The second write, refused as of an unknown session, went again
+        // as the first of a new one.
+        assert_eq!(numbers, [(1, 1), (2, 2), (1, 1), (2, 2)]);
+        assert_eq!(seen[0].id, seen[1].id);
+        assert_ne!(seen[1].id, seen[2].id);
+        assert_eq!(seen[2].id, seen[3].id);
+    }
+
+    #[tokio::test]
+    async fn a_session_unknown_after_an_attempt_that_may_have_applied_is_an_unknown_outcome() {
+        let (addr, seen) = session_node(|n, _| match n {
+            0 => Err(ApiError::Unavailable("no quorum in time".into())),
+            _ => written(Outcome::SessionExpired),
+        })
+        .await;
+        let client = Client::new(addr).retry_for(Duration::from_secs(10));
+        let answer = client.put(b"k", b"v").await;
+        assert!(matches!(answer, Err(WriteError::Unknown(_))), "{answer:?}");
+        // Not sent again in a new session: the first attempt may have been
+        // applied.
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0], seen[1]);
+    }
+
     #[test]
     fn engine_errors_are_told_apart_by_whether_a_retry_can_help() {
         let invalid = siftdb::Error::InvalidArgument("a key too long".into());

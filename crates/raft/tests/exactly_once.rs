@@ -1,16 +1,29 @@
 //! Exactly-once requests at the state machine: a retried request (the same
 //! session and number, in a later log entry) answers what its first
-//! application did and writes nothing, on every node alike.
+//! application did and writes nothing, on every node alike. And one
+//! client kept through refusals, restarts and many requests in flight.
 
 #![expect(
     clippy::unwrap_used,
     reason = "test code fails the test on any error, like the #[test] fns clippy already exempts"
 )]
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
 use openraft::storage::RaftStateMachine;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
-use sift_raft::{Check, Command, Op, Outcome, Request, SESSION_TTL_ENTRIES, Session, StateMachine};
+use sift_raft::api::ApiError;
+use sift_raft::{
+    Check, Client, Command, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES, Session,
+    StateMachine, WriteError,
+};
 use tempfile::TempDir;
+
+mod common;
+
+use common::{Cluster, PATIENCE};
 
 /// A state machine, and the index of the next entry to apply to it.
 struct Applier {
@@ -176,4 +189,125 @@ fn an_unknown_or_expired_session_is_refused_not_applied() {
         Outcome::SessionExpired
     );
     assert_eq!(sm.get(b"k").as_deref(), Some(&b"1"[..]));
+}
+
+/// More requests in flight in one session than it keeps outcomes for
+/// (1,024): the oldest was applied and its answer lost, another client
+/// then wrote its key, and the oldest's retry must not overwrite that.
+#[test]
+fn past_1024_unanswered_requests_the_oldest_retry_is_not_applied_twice() {
+    let runtime = runtime();
+    let mut sm = Applier::new(&runtime);
+    assert_eq!(
+        sm.apply(&runtime, request(1, 1, 1, put(b"k", b"a"))),
+        Outcome::Applied
+    );
+    assert_eq!(
+        sm.apply(&runtime, request(2, 1, 1, put(b"k", b"b"))),
+        Outcome::Applied
+    );
+    // Numbers 2..=1100 of session 1, all sent while 1 was unanswered.
+    let mut applied = 0;
+    for seq in 2..=1100 {
+        let key = format!("n{seq}");
+        if sm.apply(&runtime, request(1, seq, 1, put(key.as_bytes(), b"v"))) == Outcome::Applied
+        {
+            applied += 1;
+        }
+    }
+    assert_eq!(
+        sm.apply(&runtime, request(1, 1, 1, put(b"k", b"a"))),
+        Outcome::Applied
+    );
+    assert_eq!(sm.get(b"k").as_deref(), Some(&b"b"[..]), "applied twice");
+    // Only as many as the session keeps outcomes for were applied.
+    assert_eq!(applied, 1023);
+}
+
+/// The review's case: a client whose first write was refused before it
+/// was proposed (a key over the limit), so the cluster never heard of its
+/// session, still writes afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_whose_first_write_was_refused_writes_again() {
+    let cluster = Cluster::start(1000).await;
+    let client = cluster.client(1);
+    let refused = client.put(&vec![b'k'; MAX_KEY_LEN + 1], b"v").await;
+    assert!(matches!(refused, Err(WriteError::Invalid(_))), "{refused:?}");
+    for value in [&b"1"[..], b"2"] {
+        let written = client.put(b"k", value).await;
+        assert_eq!(written.map(|w| w.outcome), Ok(Outcome::Applied));
+    }
+    assert_eq!(client.get(b"k").await.unwrap().as_deref(), Some(&b"2"[..]));
+}
+
+/// One client kept through restarts: its first write finds every node
+/// down (not applied), and it writes once they are back, and again after
+/// the leader restarts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_writes_through_restarts_after_a_first_write_found_all_down() {
+    let mut cluster = Cluster::start(1000).await;
+    let addrs: Vec<String> = cluster.addrs.values().map(SocketAddr::to_string).collect();
+    let client = Client::of_cluster(addrs).unwrap().retry_for(PATIENCE);
+    let ids: Vec<_> = cluster.addrs.keys().copied().collect();
+    for id in &ids {
+        cluster.stop(*id).await;
+    }
+    let hasty = client.clone().retry_for(Duration::from_millis(200));
+    let refused = hasty.put(b"k", b"0").await;
+    assert!(
+        matches!(refused, Err(WriteError::NotApplied(_))),
+        "{refused:?}"
+    );
+    for id in &ids {
+        let listen = cluster.addrs[id];
+        cluster.boot(*id, listen).await;
+    }
+    let written = client.put(b"k", b"1").await;
+    assert_eq!(written.map(|w| w.outcome), Ok(Outcome::Applied));
+    let leader = cluster.leader().await;
+    cluster.stop(leader).await;
+    let listen = cluster.addrs[&leader];
+    cluster.boot(leader, listen).await;
+    let written = client.put(b"k", b"2").await;
+    assert_eq!(written.map(|w| w.outcome), Ok(Outcome::Applied));
+    assert_eq!(client.get(b"k").await.unwrap().as_deref(), Some(&b"2"[..]));
+}
+
+/// Through a node: a session whose oldest request (1) has no answer yet
+/// and 1,024 later ones applied is refused more, retryably, until the
+/// client acknowledges; the oldest itself may still apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_1024_unanswered_requests_is_refused_more_until_it_acknowledges() {
+    let cluster = Arc::new(Cluster::start(100_000).await);
+    let leader = cluster.leader().await;
+    // 2..=1025, by 16 writers.
+    let mut writers = tokio::task::JoinSet::new();
+    for first in 0..16 {
+        let cluster = Arc::clone(&cluster);
+        writers.spawn(async move {
+            for seq in (2 + first..=1025).step_by(16) {
+                let key = format!("n{seq}");
+                let written = cluster.nodes[&leader]
+                    .write(request(3, seq, 1, put(key.as_bytes(), b"v")))
+                    .await;
+                assert_eq!(written.map(|w| w.outcome), Ok(Outcome::Applied));
+            }
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.unwrap();
+    }
+    let node = &cluster.nodes[&leader];
+    let refused = node.write(request(3, 1026, 1, put(b"late", b"v"))).await;
+    assert!(
+        matches!(&refused, Err(ApiError::Refused(why)) if why.contains("unanswered")),
+        "{refused:?}"
+    );
+    // The oldest may apply: the others wait on its answer.
+    let oldest = node.write(request(3, 1, 1, put(b"first", b"v"))).await;
+    assert_eq!(oldest.map(|w| w.outcome), Ok(Outcome::Applied));
+    // The client had every answer up to 1025: room again.
+    let late = node.write(request(3, 1026, 1026, put(b"late", b"v"))).await;
+    assert_eq!(late.map(|w| w.outcome), Ok(Outcome::Applied));
+    assert_eq!(node.data().get(b"late").unwrap().as_deref(), Some(&b"v"[..]));
 }
