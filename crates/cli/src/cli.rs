@@ -63,7 +63,8 @@ pub enum Command {
     Find(FindArgs),
     /// Loads records from a CSV or JSON-lines file.
     Import(ImportArgs),
-    /// Writes every entry (or a prefix's) as JSON lines or CSV.
+    /// Writes every entry (or a prefix's) as JSON lines or CSV; keys or
+    /// values that are not UTF-8 need --hex (exit 2 without it).
     Export(ExportArgs),
     /// Adds, lists or drops value indexes.
     #[command(subcommand)]
@@ -291,7 +292,8 @@ pub enum ExportFormat {
 /// `sift export`.
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// The file to write (default: standard output).
+    /// The file to write (default: standard output); not inside --db. It
+    /// is replaced only once the export is complete.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Its format.

@@ -494,3 +494,188 @@ fn verify_finds_a_flipped_byte_in_a_wal() {
     let error = sift.run(&["get", "key4"]).fails_with(1);
     assert!(error.contains("WAL recovery dropped records"), "{error}");
 }
+
+/// A store's every key and value, as `key<TAB>value` hex lines: what a
+/// round trip must reproduce byte for byte.
+fn hex_entries(sift: &Sift, db: &Path) -> String {
+    sift.run_in(db, &["--hex", "scan"]).ok()
+}
+
+#[test]
+fn export_refuses_bytes_that_are_not_utf8_unless_hex() {
+    let sift = Sift::new();
+    // The binary key ff, and the four characters `\xff` as text: plain
+    // export used to write both as "\\xff", and import kept one of them.
+    sift.run(&["--hex", "put", "ff", "01"]).ok();
+    sift.run(&["put", "\\xff", "literal"]).ok();
+    let dump = sift.file("dump.jsonl", "an older dump\n");
+    for format in ["jsonl", "csv"] {
+        let error = sift
+            .run(&["export", "--format", format, "-o", &dump])
+            .fails_with(2);
+        assert!(
+            error.contains("not UTF-8") && error.contains("--hex"),
+            "{error}"
+        );
+        let error = sift.run(&["export", "--format", format]).fails_with(2);
+        assert!(error.contains("--hex"), "{error}");
+    }
+    // A refused export leaves the file it would have replaced as it was.
+    assert_eq!(std::fs::read_to_string(&dump).unwrap(), "an older dump\n");
+    // And no half-written file beside it.
+    let names: Vec<_> = std::fs::read_dir(sift.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.to_str().unwrap().contains("sift-export")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn export_then_import_round_trips_binary_data_and_backslashes_exactly() {
+    let sift = Sift::new();
+    sift.run(&["--hex", "put", "ff", "01"]).ok();
+    sift.run(&["--hex", "put", "00ff80", "fffe00"]).ok();
+    sift.run(&["--hex", "put", "62696e", ""]).ok();
+    sift.run(&["put", "\\xff", "literal"]).ok();
+    sift.run(&["put", "path", "C:\\new\\x41 \"q\",\\\\"]).ok();
+    let original = hex_entries(&sift, &sift.db());
+    assert_eq!(original.lines().count(), 5, "{original}");
+    for format in ["jsonl", "csv"] {
+        let file = sift.dir.path().join(format!("dump.{format}"));
+        let file = file.to_str().unwrap();
+        sift.run(&["--hex", "export", "--format", format, "-o", file])
+            .ok();
+        let copy = sift.dir.path().join(format!("copy-{format}"));
+        let load = [
+            "--hex", "import", file, "--format", format, "--key", "key", "--value", "value",
+        ];
+        sift.run_in(&copy, &load).ok();
+        assert_eq!(hex_entries(&sift, &copy), original, "{format}");
+    }
+}
+
+#[test]
+fn export_then_import_round_trips_text_with_backslashes_without_hex() {
+    let sift = Sift::new();
+    sift.run(&["put", "\\xff", "literal"]).ok();
+    sift.run(&["put", "path", "C:\\new\\x41 \"q\",\\\\"]).ok();
+    sift.run(&["put", "ünï", "cödé\t\n"]).ok();
+    let original = hex_entries(&sift, &sift.db());
+    for format in ["jsonl", "csv"] {
+        let file = sift.dir.path().join(format!("text.{format}"));
+        let file = file.to_str().unwrap();
+        sift.run(&["export", "--format", format, "-o", file]).ok();
+        let copy = sift.dir.path().join(format!("text-{format}"));
+        let load = [
+            "import", file, "--format", format, "--key", "key", "--value", "value",
+        ];
+        sift.run_in(&copy, &load).ok();
+        assert_eq!(hex_entries(&sift, &copy), original, "{format}");
+    }
+}
+
+#[test]
+fn export_refuses_an_output_inside_the_database() {
+    let sift = Sift::new();
+    for i in 0..20 {
+        sift.run(&["put", &format!("key{i:02}"), "value"]).ok();
+    }
+    sift.run(&["compact"]).ok();
+    let table = sift.files(".sst").pop().unwrap();
+    let before = std::fs::read(&table).unwrap();
+    let link = sift.dir.path().join("link");
+    std::os::unix::fs::symlink(sift.db(), &link).unwrap();
+    let inside = [
+        table.clone(),
+        sift.db().join("CURRENT"),
+        sift.db().join("dump.jsonl"),
+        sift.db().join("..").join("db").join("new.jsonl"),
+        link.join(table.file_name().unwrap()),
+        link.join("new.jsonl"),
+    ];
+    for path in &inside {
+        let error = sift
+            .run(&["export", "-o", path.to_str().unwrap()])
+            .fails_with(2);
+        assert!(error.contains("inside the database"), "{error}");
+    }
+    assert_eq!(std::fs::read(&table).unwrap(), before);
+    assert!(!sift.db().join("dump.jsonl").exists());
+    assert!(!sift.db().join("new.jsonl").exists());
+    sift.run(&["verify"]).ok();
+    // Next to the database is fine.
+    sift.run(&["export", "-o", "dump.jsonl"]).ok();
+    let dump = std::fs::read_to_string(sift.dir.path().join("dump.jsonl")).unwrap();
+    assert_eq!(dump.lines().count(), 20);
+}
+
+#[test]
+fn import_reports_the_keys_its_records_overwrote() {
+    let sift = Sift::new();
+    sift.run(&["put", "2", "stored before"]).ok();
+    // Batches of 3: [1, 2, 1] overwrites key 2 (stored before) and key 1
+    // (earlier in the batch); [3, 3] overwrites key 3.
+    let csv = sift.file("dups.csv", "id,v\n1,a\n2,b\n1,c\n3,d\n3,e\n");
+    let args = ["import", &csv, "--format", "csv", "--key", "id"];
+    let run = sift.run(&[&args[..], &["--batch", "3", "--json"]].concat());
+    let report = &run.json_lines()[0];
+    assert_eq!(report["imported"], 5, "{report}");
+    assert_eq!(report["new_keys"], 2, "{report}");
+    assert_eq!(report["overwritten"], 3, "{report}");
+    // Batches of 2: [1, 2] [1, 3] [3], overwrites across batches.
+    let text = sift.run(&[&args[..], &["--batch", "2"]].concat()).ok();
+    assert!(
+        text.contains("5 records") && text.contains("0 new keys") && text.contains("5 overwrote"),
+        "{text}"
+    );
+    assert_eq!(sift.run(&["scan", "--keys-only"]).ok(), "1\n2\n3\n");
+}
+
+#[test]
+fn an_inverted_scan_range_and_find_limit_0_are_usage_errors() {
+    let sift = Sift::new();
+    sift.import_flights(&["--index", "origin=origin"]).ok();
+    let error = sift
+        .run(&["scan", "--from", "3", "--to", "1"])
+        .fails_with(2);
+    assert!(error.contains("--from") && error.contains("--to"), "{error}");
+    sift.run(&["scan", "--reverse", "--from", "3", "--to", "1"])
+        .fails_with(2);
+    // An empty range that is not inverted is no error.
+    assert_eq!(sift.run(&["scan", "--from", "2", "--to", "2"]).ok(), "");
+    let error = sift
+        .run(&["find", "--index", "origin", "SFO", "--limit", "0"])
+        .fails_with(2);
+    assert!(error.contains("--limit"), "{error}");
+    assert_eq!(
+        sift.run(&["find", "--index", "origin", "SFO", "--limit", "1", "--keys-only"])
+            .ok(),
+        "1\n"
+    );
+}
+
+#[test]
+fn import_warns_of_an_index_on_a_column_no_record_has() {
+    let sift = Sift::new();
+    let run = sift.import_flights(&["--index", "x=nosuchcol", "--index", "o=origin"]);
+    let stderr = run.stderr.clone();
+    run.ok();
+    assert!(
+        stderr.contains("warning") && stderr.contains("x=nosuchcol"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("o=origin"), "{stderr}");
+    let jsonl = sift.file(
+        "nested.jsonl",
+        "{\"id\":1,\"a\":{\"b\":\"x\"}}\n{\"id\":2}\n",
+    );
+    let args = ["import", &jsonl, "--format", "jsonl", "--key", "id"];
+    let run = sift.run(&[&args[..], &["--index", "ab=/a/b", "--index", "ac=/a/c"]].concat());
+    let stderr = run.stderr.clone();
+    run.ok();
+    assert!(stderr.contains("ac=/a/c"), "{stderr}");
+    assert!(!stderr.contains("ab=/a/b"), "{stderr}");
+}
