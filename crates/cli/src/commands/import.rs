@@ -20,6 +20,7 @@ pub fn run(db: &Path, args: &ImportArgs, out: &mut Output) -> Outcome {
     let indexes = parse_indexes(args)?;
     let (input, size) = open_input(&args.file)?;
     let db = open_or_create(db)?;
+    let mut fields = IndexedFields::new(args);
     for def in indexes {
         declare(&db, def)?;
     }
@@ -31,13 +32,15 @@ pub fn run(db: &Path, args: &ImportArgs, out: &mut Output) -> Outcome {
     let mut loader = Loader {
         db: &db,
         batch: WriteBatch::new(),
+        batch_keys: Vec::new(),
         batch_records: args.batch,
         records: 0,
+        new_keys: 0,
     };
     let shape = Shape { args, out };
     let read = match args.format {
-        ImportFormat::Csv => read_csv(input, &shape, &mut loader, &bar),
-        ImportFormat::Jsonl => read_jsonl(input, &shape, &mut loader, &bar),
+        ImportFormat::Csv => read_csv(input, &shape, &mut loader, &mut fields, &bar),
+        ImportFormat::Jsonl => read_jsonl(input, &shape, &mut loader, &mut fields, &bar),
     };
     // What was read before a bad record is stored either way, so the count
     // in the error is exact.
@@ -55,14 +58,70 @@ pub fn run(db: &Path, args: &ImportArgs, out: &mut Output) -> Outcome {
     db.flush()?;
     db.persist(PersistMode::SyncAll)?;
     bar.finish_and_clear();
+    fields.warn_of_missing();
     let seconds = started.elapsed().as_secs_f64();
+    // Records that repeat a key replace its value: the count of records
+    // alone would overstate what the database now holds.
+    let new_keys = loader.new_keys;
+    let overwritten = records - new_keys;
     if out.json {
-        out.json_line(&json!({ "imported": records, "seconds": seconds }))
+        out.json_line(&json!({
+            "imported": records,
+            "new_keys": new_keys,
+            "overwritten": overwritten,
+            "seconds": seconds,
+        }))
     } else {
         out.line(format!(
-            "imported {records} records from {} in {seconds:.2} s",
+            "imported {records} records from {} in {seconds:.2} s: {new_keys} new keys, \
+             {overwritten} overwrote a key stored before or earlier in the file",
             args.file.display()
         ))
+    }
+}
+
+/// The fields that `--index NAME=COL` names, and whether any record had
+/// each: an index on a column no record has stays empty, most likely a
+/// misspelt column, which deserves a warning.
+struct IndexedFields<'a> {
+    /// The `--index` argument, the field's JSON Pointer, and whether a record had it.
+    fields: Vec<(&'a str, String, bool)>,
+}
+
+impl<'a> IndexedFields<'a> {
+    /// The fields of `args`'s `--index` definitions. With `--value`, the
+    /// only index allowed is on the value column, which every record must
+    /// have, so there is nothing to watch.
+    fn new(args: &'a ImportArgs) -> Self {
+        let fields = if args.value.is_some() {
+            Vec::new()
+        } else {
+            args.indexes
+                .iter()
+                .filter_map(|spec| {
+                    let (_, column) = spec.split_once('=')?;
+                    Some((spec.as_str(), pointer(column), false))
+                })
+                .collect()
+        };
+        Self { fields }
+    }
+
+    /// Notes which fields `record` has.
+    fn observe(&mut self, record: &Value) {
+        for (_, pointer, seen) in self.fields.iter_mut().filter(|field| !field.2) {
+            *seen = record.pointer(pointer).is_some();
+        }
+    }
+
+    /// Warns, on standard error, of each field no record had.
+    fn warn_of_missing(&self) {
+        for (spec, pointer, _) in self.fields.iter().filter(|field| !field.2) {
+            eprintln!(
+                "warning: --index {spec}: no record imported has the field {pointer}, \
+                 so the index holds nothing from this file"
+            );
+        }
     }
 }
 
@@ -70,15 +129,20 @@ pub fn run(db: &Path, args: &ImportArgs, out: &mut Output) -> Outcome {
 struct Loader<'a> {
     db: &'a Db,
     batch: WriteBatch,
+    /// The keys of `batch`, to count those not stored yet when it is written.
+    batch_keys: Vec<Vec<u8>>,
     batch_records: u64,
     /// Records written so far.
     records: u64,
+    /// Keys that had no value before a record of this import wrote them.
+    new_keys: u64,
 }
 
 impl Loader<'_> {
     /// Adds one record, writing the batch when it is full.
     fn add(&mut self, key: &[u8], value: &[u8]) -> Outcome {
         self.batch.insert(key, value);
+        self.batch_keys.push(key.to_vec());
         if self.batch.len() as u64 >= self.batch_records {
             self.write_batch()?;
         }
@@ -88,11 +152,25 @@ impl Loader<'_> {
     /// Writes the records added since the last write.
     fn write_batch(&mut self) -> Outcome {
         if !self.batch.is_empty() {
+            let new_keys = self.count_new_keys()?;
             self.db.write(&self.batch)?;
             self.records += self.batch.len() as u64;
+            self.new_keys += new_keys;
             self.batch.clear();
+            self.batch_keys.clear();
         }
         Ok(())
+    }
+
+    /// How many distinct keys of the batch have no value stored yet: every
+    /// other record of the batch overwrites one (stored before, or earlier
+    /// in the batch). Earlier batches are written, so a lookup sees them.
+    fn count_new_keys(&self) -> Outcome<u64> {
+        let mut distinct: Vec<&[u8]> = self.batch_keys.iter().map(Vec::as_slice).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let stored = self.db.multi_get(&distinct)?;
+        Ok(stored.iter().filter(|value| value.is_none()).count() as u64)
     }
 }
 
@@ -137,6 +215,7 @@ fn read_csv(
     input: Box<dyn Read>,
     shape: &Shape<'_>,
     loader: &mut Loader<'_>,
+    fields: &mut IndexedFields<'_>,
     bar: &indicatif::ProgressBar,
 ) -> Outcome {
     let mut reader = csv::Reader::from_reader(input);
@@ -162,6 +241,7 @@ fn read_csv(
             )
             .context(format_args!("line {line}"))?;
         loader.add(&key, &value)?;
+        fields.observe(&Value::Object(object));
         bar.set_position(row.position().map_or(0, csv::Position::byte));
     }
     Ok(())
@@ -172,6 +252,7 @@ fn read_jsonl(
     input: Box<dyn Read>,
     shape: &Shape<'_>,
     loader: &mut Loader<'_>,
+    fields: &mut IndexedFields<'_>,
     bar: &indicatif::ProgressBar,
 ) -> Outcome {
     let reader = BufReader::new(input);
@@ -194,6 +275,7 @@ fn read_jsonl(
             .entry(&|| text.as_bytes().to_vec(), &field)
             .context(at())?;
         loader.add(&key, &value)?;
+        fields.observe(&object);
     }
     Ok(())
 }
