@@ -189,10 +189,10 @@ pub struct ScanArgs {
     /// Only keys starting with this prefix.
     #[arg(long, conflicts_with_all = ["from", "to"])]
     pub prefix: Option<String>,
-    /// First key (inclusive).
+    /// First key (inclusive), also with --reverse; not after --to.
     #[arg(long)]
     pub from: Option<String>,
-    /// Last key (exclusive).
+    /// End key (exclusive), also with --reverse.
     #[arg(long)]
     pub to: Option<String>,
     /// Largest key first.
@@ -220,7 +220,7 @@ pub struct FindArgs {
     /// Print what the search did (filters probed, tables scanned) after the results.
     #[arg(long)]
     pub explain: bool,
-    /// At most this many results.
+    /// At most this many results (1 or more).
     #[arg(long)]
     pub limit: Option<usize>,
     /// Print keys only.

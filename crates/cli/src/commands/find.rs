@@ -14,6 +14,7 @@ use crate::report;
 /// Prints the entries matching `args`, then (`--explain`) what the search did.
 pub fn run(db: &Path, args: &FindArgs, out: &mut Output) -> Outcome {
     let value = out.parse("value", &args.value)?;
+    let limit = limit(args)?;
     let db = open_existing(db)?;
     if !db.indexes().iter().any(|index| index.name == args.index) {
         return Err(Failure::not_found(format!(
@@ -23,7 +24,7 @@ pub fn run(db: &Path, args: &FindArgs, out: &mut Output) -> Outcome {
     }
     let mut found = search(&db, &args.index, &value, args.method)?;
     // The search reads as it is iterated: a limit stops its reads too.
-    for entry in found.by_ref().take(args.limit.unwrap_or(usize::MAX)) {
+    for entry in found.by_ref().take(limit) {
         let (key, value) = entry?;
         out.entry(&key, (!args.keys_only).then_some(&value[..]))?;
     }
@@ -44,6 +45,17 @@ pub fn run(db: &Path, args: &FindArgs, out: &mut Output) -> Outcome {
         )));
     }
     Ok(())
+}
+
+/// The most results to print. `--limit 0` is refused: it would print
+/// nothing and then fail as if nothing matched.
+pub fn limit(args: &FindArgs) -> Outcome<usize> {
+    match args.limit {
+        Some(0) => Err(Failure::usage(
+            "--limit 0 asks for no results; give 1 or more, or leave it out",
+        )),
+        limit => Ok(limit.unwrap_or(usize::MAX)),
+    }
 }
 
 /// Runs the search with the method asked for.

@@ -85,7 +85,7 @@ pub fn run(server: &str, command: Command, out: &mut Output) -> Outcome {
                 ));
             }
             let value = out.parse("value", &args.value)?;
-            let limit = args.limit.unwrap_or(usize::MAX);
+            let limit = super::find::limit(&args)?;
             let found = runtime
                 .block_on(client.find(&args.index, &value, limit))
                 .map_err(failure)?;
@@ -119,11 +119,12 @@ fn scan(
             let upper = prefix_end(&prefix);
             (prefix, upper)
         }
-        None => (
-            out.parse_optional("--from", args.from.as_deref())?
-                .unwrap_or_default(),
-            out.parse_optional("--to", args.to.as_deref())?,
-        ),
+        None => {
+            let from = out.parse_optional("--from", args.from.as_deref())?;
+            let to = out.parse_optional("--to", args.to.as_deref())?;
+            super::scan::check_range(from.as_deref(), to.as_deref(), out)?;
+            (from.unwrap_or_default(), to)
+        }
     };
     // Page by page: a whole store is never held here, nor on a node.
     let mut pages = client.scan_pages(&lower, upper.as_deref(), args.limit.unwrap_or(usize::MAX));

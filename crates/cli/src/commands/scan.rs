@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::open_existing;
 use crate::cli::ScanArgs;
-use crate::error::Outcome;
+use crate::error::{Failure, Outcome};
 use crate::output::Output;
 
 /// Prints the entries `args` selects.
@@ -13,6 +13,7 @@ pub fn run(db: &Path, args: &ScanArgs, out: &mut Output) -> Outcome {
     let from = out.parse_optional("--from", args.from.as_deref())?;
     let to = out.parse_optional("--to", args.to.as_deref())?;
     let prefix = out.parse_optional("--prefix", args.prefix.as_deref())?;
+    check_range(from.as_deref(), to.as_deref(), out)?;
     let (from, to) = (
         from.map_or(Unbounded, Included),
         to.map_or(Unbounded, Excluded),
@@ -32,4 +33,19 @@ pub fn run(db: &Path, args: &ScanArgs, out: &mut Output) -> Outcome {
         out.entry(&key, (!args.keys_only).then_some(&value[..]))?;
     }
     Ok(())
+}
+
+/// Refuses `--from` after `--to`: the range would be empty, which is more
+/// likely bounds given in the wrong order (`--reverse` with them flipped)
+/// than a question whose answer is nothing.
+pub fn check_range(from: Option<&[u8]>, to: Option<&[u8]>, out: &Output) -> Outcome {
+    match (from, to) {
+        (Some(from), Some(to)) if from > to => Err(Failure::usage(format!(
+            "--from {} is after --to {}: --from is the first key and --to the end, \
+             also with --reverse",
+            out.render(from),
+            out.render(to)
+        ))),
+        _ => Ok(()),
+    }
 }
