@@ -27,6 +27,12 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
 /// Pause between retries.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
+/// How many new sessions one write may open: each after the cluster
+/// answered that it does not know the session (expired, or never opened),
+/// and only while no attempt may have been applied. More than one is
+/// needed only when concurrent writes of the new session are refused too.
+const MAX_RENEWALS: usize = 3;
+
 /// A client of a cluster, through one node (`host:port`) or several it
 /// tries in turn. Its writes carry a session, so a retried write is applied
 /// once and answers what the first attempt did (clones share the session,
@@ -99,6 +105,13 @@ struct GaveUp {
     maybe_applied: bool,
 }
 
+/// The answer to a request, and whether an attempt before the one answered
+/// may have taken effect.
+struct Answered<T> {
+    answer: T,
+    maybe_applied: bool,
+}
+
 /// The first key and the limit of a read that pages: a scan or a find.
 fn cursor(read: &mut Read) -> Option<(&mut Vec<u8>, &mut usize)> {
     match read {
@@ -108,53 +121,78 @@ fn cursor(read: &mut Read) -> Option<(&mut Vec<u8>, &mut usize)> {
     }
 }
 
-/// A client's session: its id, and the numbers of its requests.
+/// A client's session: its id and the numbers of its requests, replaced
+/// by a new one when the cluster does not know it.
 #[derive(Debug)]
 struct ClientSession {
-    id: u64,
     numbers: Mutex<Numbers>,
 }
 
 #[derive(Debug)]
 struct Numbers {
+    id: u64,
     next: u64,
     /// Requests sent and not answered (nor given up on).
     unanswered: BTreeSet<u64>,
 }
 
-impl ClientSession {
-    /// A session with a random id: 64 bits make two clients that pick the
-    /// same one unlikely enough (1 in 10^7 among a million sessions).
+impl Numbers {
+    /// A session with a random id, numbered from 1: 64 bits make two
+    /// clients that pick the same one unlikely enough (1 in 10^7 among a
+    /// million sessions).
     fn new() -> Self {
         let mut hasher = RandomState::new().build_hasher();
         SystemTime::now().hash(&mut hasher);
         std::process::id().hash(&mut hasher);
         Self {
             id: hasher.finish(),
-            numbers: Mutex::new(Numbers {
-                next: 1,
-                unanswered: BTreeSet::new(),
-            }),
+            next: 1,
+            unanswered: BTreeSet::new(),
         }
+    }
+}
+
+impl ClientSession {
+    fn new() -> Self {
+        Self {
+            numbers: Mutex::new(Numbers::new()),
+        }
+    }
+
+    fn numbers(&self) -> std::sync::MutexGuard<'_, Numbers> {
+        self.numbers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Numbers a new request.
     fn begin(&self) -> Session {
-        let mut numbers = self.numbers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut numbers = self.numbers();
         let seq = numbers.next;
         numbers.next += 1;
         numbers.unanswered.insert(seq);
         Session {
-            id: self.id,
+            id: numbers.id,
             seq,
             first_unanswered: numbers.unanswered.first().copied().unwrap_or(seq),
         }
     }
 
-    /// Request `seq` was answered, or given up on.
-    fn end(&self, seq: u64) {
-        let mut numbers = self.numbers.lock().unwrap_or_else(PoisonError::into_inner);
-        numbers.unanswered.remove(&seq);
+    /// Request `session` was answered, or given up on. A request of a
+    /// session since replaced counts for nothing: its numbers are not the
+    /// new session's.
+    fn end(&self, session: Session) {
+        let mut numbers = self.numbers();
+        if numbers.id == session.id {
+            numbers.unanswered.remove(&session.seq);
+        }
+    }
+
+    /// The cluster does not know session `expired`: replaces it with a new
+    /// one, unless a concurrent request did already.
+    fn renew(&self, expired: u64) {
+        let mut numbers = self.numbers();
+        if numbers.id == expired {
+            *numbers = Numbers::new();
+        }
     }
 }
 
@@ -220,20 +258,37 @@ impl Client {
     }
 
     /// Sends `request`, going to the leader a node names and retrying while
-    /// a retry can succeed ([`ApiError::is_retryable`]), until the
-    /// deadline.
+    /// a retry can succeed ([`ApiError::is_retryable`]), for the client's
+    /// retry period.
     async fn call<Req: Serialize, Resp: DeserializeOwned>(
         &self,
         path: &str,
         request: &Req,
     ) -> Result<Resp, GaveUp> {
         let deadline = Instant::now() + self.retry_for;
+        let answered = self.call_until(path, request, deadline).await?;
+        Ok(answered.answer)
+    }
+
+    /// [`Client::call`] until `deadline` (one attempt at least), telling
+    /// whether an attempt before the one answered may have taken effect.
+    async fn call_until<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        request: &Req,
+        deadline: Instant,
+    ) -> Result<Answered<Resp>, GaveUp> {
         let mut attempts = 0;
         let mut addr = self.addr.clone();
         let mut maybe_applied = false;
         loop {
             let error = match self.send(&addr, path, request).await {
-                Ok(answer) => return Ok(answer),
+                Ok(answer) => {
+                    return Ok(Answered {
+                        answer,
+                        maybe_applied,
+                    });
+                }
                 Err(ApiError::NotLeader {
                     leader: Some(leader),
                 }) if leader.addr != addr => {
@@ -261,26 +316,57 @@ impl Client {
     /// client's session, so the command is applied at most once, and a
     /// retry answers what the first attempt did.
     ///
+    /// If the cluster does not know the session (it expired, or its first
+    /// requests were all refused) and no attempt may have been applied,
+    /// the write is sent again as the first request of a new session.
+    ///
     /// # Errors
     /// See [`WriteError`]; [`WriteError::Unknown`] also when the session
-    /// expired ([`Outcome::SessionExpired`]).
+    /// expired ([`Outcome::SessionExpired`]) after an attempt that may have
+    /// been applied.
     pub async fn write(&self, command: &Command) -> Result<Written, WriteError> {
+        let deadline = Instant::now() + self.retry_for;
+        for _ in 0..=MAX_RENEWALS {
+            if let Some(written) = self.write_in_session(command, deadline).await? {
+                return Ok(written);
+            }
+        }
+        Err(WriteError::NotApplied(format!(
+            "the cluster knew none of the {} sessions this write was sent in",
+            MAX_RENEWALS + 1
+        )))
+    }
+
+    /// [`Client::write`] as the next request of the current session;
+    /// `None` if the cluster did not know the session and the write was
+    /// provably not applied (the session is then renewed).
+    async fn write_in_session(
+        &self,
+        command: &Command,
+        deadline: Instant,
+    ) -> Result<Option<Written>, WriteError> {
+        let session = self.session.begin();
         let request = Request {
-            session: Some(self.session.begin()),
+            session: Some(session),
             command: command.clone(),
         };
-        let written = self.call(api::WRITE, &request).await;
-        if let Some(session) = request.session {
-            self.session.end(session.seq);
+        let answered: Result<Answered<Written>, _> =
+            self.call_until(api::WRITE, &request, deadline).await;
+        self.session.end(session);
+        let answered = answered.map_err(|g| g.last.into_write_error(g.maybe_applied))?;
+        if answered.answer.outcome != Outcome::SessionExpired {
+            return Ok(Some(answered.answer));
         }
-        let written: Written = written.map_err(|g| g.last.into_write_error(g.maybe_applied))?;
-        if written.outcome == Outcome::SessionExpired {
+        if answered.maybe_applied {
             return Err(WriteError::Unknown(format!(
                 "session {:x} expired: whether the write was applied cannot be told",
-                self.session.id
+                session.id
             )));
         }
-        Ok(written)
+        // The attempt answered wrote nothing, and no earlier one reached
+        // the log: the write can go again, as the first of a new session.
+        self.session.renew(session.id);
+        Ok(None)
     }
 
     /// Sends `read` to the leader, retrying as [`Client::call`] does.
@@ -717,13 +803,35 @@ mod tests {
         let second = session.begin();
         assert_eq!((first.seq, first.first_unanswered), (1, 1));
         assert_eq!((second.seq, second.first_unanswered), (2, 1));
-        session.end(1);
+        session.end(first);
         let third = session.begin();
         assert_eq!((third.seq, third.first_unanswered), (3, 2));
-        session.end(2);
-        session.end(3);
+        session.end(second);
+        session.end(third);
         assert_eq!(session.begin().first_unanswered, 4);
         assert_eq!(first.id, third.id);
-        assert_ne!(ClientSession::new().id, session.id);
+        assert_ne!(ClientSession::new().numbers().id, session.numbers().id);
+    }
+
+    #[test]
+    fn a_renewed_session_has_a_new_id_and_numbers_from_1() {
+        let session = ClientSession::new();
+        let old = session.begin();
+        let concurrent = session.begin();
+        session.renew(old.id);
+        let new = session.begin();
+        assert_ne!(new.id, old.id);
+        assert_eq!((new.seq, new.first_unanswered), (1, 1));
+        let second = session.begin();
+        // A concurrent request of the old session renews nothing more, and
+        // its end does not end the new session's request of its number.
+        session.renew(concurrent.id);
+        session.end(concurrent);
+        session.end(new);
+        let next = session.begin();
+        assert_eq!(
+            (next.id, next.seq, next.first_unanswered),
+            (new.id, 3, second.seq)
+        );
     }
 }

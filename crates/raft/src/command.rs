@@ -124,13 +124,19 @@ pub enum Outcome {
     Internal,
     /// The request's session is unknown to the state machine: it expired
     /// (no request for [`SESSION_TTL_ENTRIES`] log entries) or never
-    /// began. Nothing was written now; whether an earlier attempt of the
-    /// request was applied cannot be told, so the client must not retry
-    /// it blindly.
+    /// began (its first requests were refused before they were proposed).
+    /// Nothing was written now. If no earlier attempt of the request may
+    /// have been applied, [`crate::Client`] sends it again in a new
+    /// session; otherwise whether it was applied cannot be told.
     SessionExpired,
     /// The client had already received the answer to this request number
     /// (a delayed duplicate): nothing was written now.
     AlreadyAnswered,
+    /// The session holds the outcomes of as many requests as it may
+    /// (1,024) whose answers the client has not acknowledged: nothing was
+    /// written, and the request may be sent again once earlier ones are
+    /// answered. The node answers it as [`crate::api::ApiError::Refused`].
+    TooManyUnanswered,
 }
 
 /// A session unused for this many log entries is forgotten, at the same

@@ -16,8 +16,9 @@ use serde::de::DeserializeOwned;
 
 use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
 use crate::codec::{decode, encode};
-use crate::command::Request;
+use crate::command::{Outcome, Request, Session};
 use crate::network::{FROM, Network, Partition};
+use crate::sessions::MAX_OUTCOMES;
 use crate::state_machine::{DataHandle, DataSettings};
 use crate::types::{NodeId, Raft};
 
@@ -276,6 +277,9 @@ impl Shared {
             .await
             .map_err(|_| not_committed())?;
         match written {
+            Ok(response) if response.data == Outcome::TooManyUnanswered => {
+                Err(too_many_unanswered(request.session))
+            }
             Ok(response) => Ok(Written {
                 outcome: response.data,
                 index: response.log_id.index,
@@ -500,6 +504,17 @@ fn stopped(fatal: &Fatal<NodeId>) -> ApiError {
         Fatal::Stopped => ApiError::Unavailable("the node is shutting down".into()),
         failure => ApiError::Stopped(failure.to_string()),
     }
+}
+
+/// The answer to a request its session had no room for: not applied, so
+/// the client may send it again (it retries a refusal), and it will apply
+/// once earlier requests of the session are answered.
+fn too_many_unanswered(session: Option<Session>) -> ApiError {
+    let id = session.map_or(0, |s| s.id);
+    ApiError::Refused(format!(
+        "session {id:x} has {MAX_OUTCOMES} requests unanswered: nothing was written; \
+         retry once earlier ones are answered"
+    ))
 }
 
 /// The answer to a request no quorum confirmed in time.

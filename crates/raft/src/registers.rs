@@ -122,16 +122,25 @@ impl Registers {
 
     /// Client `me`: operations on random keys through random nodes of
     /// `addrs` until `until`, each recorded with its call and answer
-    /// times. Returns how many it made.
+    /// times. Returns how many it made. An odd `me` keeps one [`Client`]
+    /// (one session) of every node through the whole run, its faults and
+    /// restarts; an even one makes a client, with a new session, per
+    /// operation.
     pub async fn client(&self, seed: u64, me: u64, addrs: &[String], until: Instant) -> usize {
         let mut rng = Rng(seed ^ me);
         // What this client last read of each key: the value's id and length.
         let mut last_read: BTreeMap<u64, Option<(u64, usize)>> = BTreeMap::new();
         let mut done = 0;
         let mut next_id = me << 32;
+        let kept = (me % 2 == 1)
+            .then(|| Client::of_cluster(addrs.iter().cloned()))
+            .flatten()
+            .map(|client| client.retry_for(self.retry_for));
         while Instant::now() < until {
             let addr = &addrs[rng.below(addrs.len() as u64) as usize];
-            let client = Client::new(addr.clone()).retry_for(self.retry_for);
+            let client = kept
+                .clone()
+                .unwrap_or_else(|| Client::new(addr.clone()).retry_for(self.retry_for));
             let k = rng.below(self.keys);
             next_id += 1;
             let id = next_id;

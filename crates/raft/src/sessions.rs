@@ -8,7 +8,14 @@
 //! yet (`first_unanswered == 1`), and is forgotten once no request of it
 //! came for [`SESSION_TTL_ENTRIES`] log entries: every node sweeps at the
 //! same log indexes, so all decide alike. A request of an unknown session
-//! that is not its opening one answers [`Outcome::SessionExpired`].
+//! that is not its opening one answers [`Outcome::SessionExpired`] (the
+//! client opens a new session if no attempt of it may have been applied).
+//!
+//! An outcome is forgotten only once the client says it had the answer:
+//! forgetting one still unanswered would let its retry apply again. So a
+//! session that holds [`MAX_OUTCOMES`] refuses new requests
+//! ([`Outcome::TooManyUnanswered`], nothing written) until the client
+//! acknowledges some.
 
 use std::collections::BTreeMap;
 
@@ -22,9 +29,9 @@ use crate::keys;
 /// Sessions are swept at log indexes that are multiples of this.
 const SWEEP_EVERY: u64 = 1 << 16;
 
-/// Outcomes kept per session at most: a client that leaves more requests
-/// unanswered than this loses the exactly-once answer of the oldest.
-const MAX_OUTCOMES: usize = 1024;
+/// Outcomes a session holds before it refuses new requests: bounds its
+/// record, which is read and written whole with each of its requests.
+pub(crate) const MAX_OUTCOMES: usize = 1024;
 
 /// What the state machine keeps of one session.
 #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -55,7 +62,7 @@ pub(crate) struct Pending {
 
 /// Whether the request of `session` must be applied.
 pub(crate) fn check(db: &Db, session: Session) -> Result<Verdict, String> {
-    let record = match db
+    let mut record = match db
         .get(keys::session(session.id))
         .map_err(|e| e.to_string())?
     {
@@ -69,7 +76,29 @@ pub(crate) fn check(db: &Db, session: Session) -> Result<Verdict, String> {
     if session.seq < record.first_unanswered {
         return Ok(Verdict::Answer(Outcome::AlreadyAnswered));
     }
+    record.forget_answered(session.first_unanswered);
+    if !record.has_room_for(session.seq) {
+        return Ok(Verdict::Answer(Outcome::TooManyUnanswered));
+    }
     Ok(Verdict::Apply(Pending { session, record }))
+}
+
+impl Record {
+    /// The client had the answers below `first_unanswered`: their outcomes
+    /// go.
+    fn forget_answered(&mut self, first_unanswered: u64) {
+        self.first_unanswered = self.first_unanswered.max(first_unanswered);
+        let floor = self.first_unanswered;
+        self.outcomes.retain(|&seq, _| seq >= floor);
+    }
+
+    /// Whether request `seq`, not applied yet, may be: while the session
+    /// holds fewer than [`MAX_OUTCOMES`], and always for its first
+    /// unanswered request, whose answer the client waits for before it can
+    /// acknowledge any other (so a full session holds one more at most).
+    fn has_room_for(&self, seq: u64) -> bool {
+        self.outcomes.len() < MAX_OUTCOMES || seq == self.first_unanswered
+    }
 }
 
 /// Records, in `batch`, `outcome` as the answer of the pending request,
@@ -85,13 +114,7 @@ pub(crate) fn record(
         mut record,
     } = pending;
     record.last_index = index;
-    record.first_unanswered = record.first_unanswered.max(session.first_unanswered);
-    let floor = record.first_unanswered;
-    record.outcomes.retain(|&seq, _| seq >= floor);
     record.outcomes.insert(session.seq, outcome.clone());
-    while record.outcomes.len() > MAX_OUTCOMES {
-        record.outcomes.pop_first();
-    }
     batch.insert(
         keys::session(session.id),
         encode(&record).map_err(|e| e.to_string())?,

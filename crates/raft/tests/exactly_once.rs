@@ -206,22 +206,37 @@ fn past_1024_unanswered_requests_the_oldest_retry_is_not_applied_twice() {
         sm.apply(&runtime, request(2, 1, 1, put(b"k", b"b"))),
         Outcome::Applied
     );
-    // Numbers 2..=1100 of session 1, all sent while 1 was unanswered.
-    let mut applied = 0;
+    // Numbers 2..=1100 of session 1, all sent while 1 was unanswered: the
+    // session holds 1,024 outcomes, and refuses the rest, writing nothing.
     for seq in 2..=1100 {
         let key = format!("n{seq}");
-        if sm.apply(&runtime, request(1, seq, 1, put(key.as_bytes(), b"v"))) == Outcome::Applied
-        {
-            applied += 1;
-        }
+        let expected = if seq <= 1024 {
+            Outcome::Applied
+        } else {
+            Outcome::TooManyUnanswered
+        };
+        assert_eq!(
+            sm.apply(&runtime, request(1, seq, 1, put(key.as_bytes(), b"v"))),
+            expected,
+            "{seq}"
+        );
     }
+    assert_eq!(sm.get(b"n1024").as_deref(), Some(&b"v"[..]));
+    assert_eq!(sm.get(b"n1025"), None);
     assert_eq!(
         sm.apply(&runtime, request(1, 1, 1, put(b"k", b"a"))),
         Outcome::Applied
     );
     assert_eq!(sm.get(b"k").as_deref(), Some(&b"b"[..]), "applied twice");
-    // Only as many as the session keeps outcomes for were applied.
-    assert_eq!(applied, 1023);
+    // Once the client acknowledges the answers below 1025, a refused
+    // request applies when sent again, once.
+    for _ in 0..2 {
+        assert_eq!(
+            sm.apply(&runtime, request(1, 1025, 1025, put(b"n1025", b"v"))),
+            Outcome::Applied
+        );
+    }
+    assert_eq!(sm.get(b"n1025").as_deref(), Some(&b"v"[..]));
 }
 
 /// The review's case: a client whose first write was refused before it
@@ -232,7 +247,10 @@ async fn a_client_whose_first_write_was_refused_writes_again() {
     let cluster = Cluster::start(1000).await;
     let client = cluster.client(1);
     let refused = client.put(&vec![b'k'; MAX_KEY_LEN + 1], b"v").await;
-    assert!(matches!(refused, Err(WriteError::Invalid(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(WriteError::Invalid(_))),
+        "{refused:?}"
+    );
     for value in [&b"1"[..], b"2"] {
         let written = client.put(b"k", value).await;
         assert_eq!(written.map(|w| w.outcome), Ok(Outcome::Applied));
@@ -309,5 +327,8 @@ async fn a_session_with_1024_unanswered_requests_is_refused_more_until_it_acknow
     // The client had every answer up to 1025: room again.
     let late = node.write(request(3, 1026, 1026, put(b"late", b"v"))).await;
     assert_eq!(late.map(|w| w.outcome), Ok(Outcome::Applied));
-    assert_eq!(node.data().get(b"late").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        node.data().get(b"late").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
 }
