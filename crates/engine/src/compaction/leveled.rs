@@ -208,10 +208,13 @@ fn push_down(
         return None;
     }
     let output_run = single_run_of(levels, level + 1)?;
-    let mut best: Option<(&TableShape, Vec<&TableShape>, u64)> = None;
+    // At most one run below (`single_run_of`), searched once per table.
+    let below_run = levels.get(level + 1).and_then(|below| below.runs.first());
+    let below_of = |table| below_run.map_or(&[][..], |run| run.overlapping(KeyRange::of(table)));
+    let mut best: Option<(&TableShape, &[TableShape], u64)> = None;
     for table in levels.get(level)?.tables() {
-        let below = overlapping(levels, level + 1, KeyRange::of(table));
-        if busy.contains(&table.id) || any_busy(below.iter().copied(), busy) {
+        let below = below_of(table);
+        if busy.contains(&table.id) || any_busy(below, busy) {
             continue;
         }
         let overlap = below.iter().fold(0u64, |sum, t| sum.saturating_add(t.size));
@@ -228,7 +231,7 @@ fn push_down(
     }
     let (table, below, _) = best?;
     let picks: Vec<_> = std::iter::once((level, table))
-        .chain(below.into_iter().map(|t| (level + 1, t)))
+        .chain(below.iter().map(|t| (level + 1, t)))
         .collect();
     task(levels, &picks, level + 1, output_run, target_table_bytes)
 }

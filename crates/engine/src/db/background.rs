@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 use crate::error::{Error, Result};
 
 use super::compact::Compacted;
+use super::value::LockWait;
 use super::{Inner, State, lock};
 
 /// Which background job a thread runs.
@@ -25,7 +26,9 @@ impl Job {
             Self::Flush => inner.flush_oldest(),
             // Backfill only when the planner has nothing to do: compaction
             // rewrites tables anyway, leaves included.
-            Self::Compact => Ok(inner.compact_once()?.ran() || inner.backfill_once()?),
+            Self::Compact => {
+                Ok(inner.compact_once()?.ran() || inner.backfill_once(LockWait::GiveUp)?)
+            }
         }
     }
 }
@@ -65,14 +68,7 @@ fn run(inner: &Inner, job: Job) {
         // A panic (in a custom extractor, say) must not leave writers and
         // `Db::flush` waiting for a thread that is gone: it fails the
         // database like an error does.
-        let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.step(inner)))
-            .unwrap_or_else(|panic| {
-                Err(Error::Background(format!(
-                    "the {job:?} thread panicked: {}",
-                    panic_message(panic.as_ref())
-                )))
-            });
-        match stepped {
+        match catch_panic(&format!("the {job:?} thread"), || job.step(inner)) {
             Ok(true) => continue,
             Ok(false) => {}
             Err(err) => {
@@ -97,6 +93,17 @@ fn run(inner: &Inner, job: Job) {
     }
 }
 
+/// Runs `work`; a panic in it comes back as [`Error::Background`] naming
+/// `what` panicked.
+pub(super) fn catch_panic<T>(what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|panic| Err(panicked(what, panic.as_ref())))
+}
+
+fn panicked(what: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+    Error::Background(format!("{what} panicked: {}", panic_message(panic)))
+}
+
 /// What a caught panic said, if it said it in a string.
 pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
@@ -107,6 +114,29 @@ pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl Inner {
+    /// Flushes the oldest frozen memtable on this thread (without
+    /// background threads); see [`Inner::inline`].
+    pub(super) fn flush_inline(&self) -> Result<bool> {
+        self.inline("a flush", || self.flush_oldest())
+    }
+
+    /// Runs the compaction the planner picks on this thread (without
+    /// background threads); see [`Inner::inline`].
+    pub(super) fn compact_inline(&self) -> Result<Compacted> {
+        self.inline("a compaction", || self.compact_once())
+    }
+
+    /// Background work run on a writer's or caller's thread: a panic in it
+    /// fails the database, as it does on a background thread, and comes
+    /// back as the error (or every later write would meet it again).
+    fn inline<T>(&self, what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+            let err = panicked(what, panic.as_ref());
+            self.fail(&err);
+            Err(err)
+        })
+    }
+
     /// Blocks until `done` holds, re-checking whenever `current` or `state`
     /// changes; fails as soon as background work has failed (what is waited
     /// for may then never happen).
@@ -127,8 +157,8 @@ impl Inner {
     /// Blocks until nothing is frozen and the planner finds nothing to do.
     pub(super) fn wait_until_idle(&self) -> Result<()> {
         if !self.options.background_threads {
-            while self.flush_oldest()? {}
-            while self.compact_once()?.ran() {}
+            while self.flush_inline()? {}
+            while self.compact_inline()?.ran() {}
             return Ok(());
         }
         loop {
@@ -139,7 +169,7 @@ impl Inner {
             // start on the next change): run it here to be sure. A thread
             // may also have started a job since the wait; then nothing is
             // plannable beside it, but its result may be, so wait again.
-            if self.compact_once()? == Compacted::Idle {
+            if self.compact_inline()? == Compacted::Idle {
                 return Ok(());
             }
         }
@@ -160,5 +190,48 @@ impl Inner {
         // Nothing to report an error to from `drop`; unsynced writes were
         // acknowledged as such.
         let _ = lock(&self.writer).wal.sync();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::Arc;
+
+    use crate::fs::FaultInjectionFs;
+    use crate::{Db, Error, Extractor, IndexDef};
+
+    /// Without background threads a writer flushes; a panic there (a
+    /// user's extractor) once reached the writer as a panic and left the
+    /// database open, so every later write met it again.
+    #[test]
+    fn a_panic_in_an_inline_flush_fails_the_database_and_the_write() {
+        let extractor = Extractor::custom("refuses boom", |value, out| {
+            assert!(value != b"boom", "the extractor refuses this value");
+            out(value);
+        });
+        let db = Db::builder("/db")
+            .file_system(Arc::new(FaultInjectionFs::new()))
+            .background_threads(false)
+            .memtable_bytes(4096)
+            .value_index(IndexDef::new("whole", extractor))
+            .open()
+            .unwrap();
+        // The write itself succeeds (its postings are given up); the flush
+        // of its memtable meets the panic.
+        db.insert(b"bad", b"boom").unwrap();
+        let mut written = Ok(());
+        for i in 0..100_000u32 {
+            written = catch_unwind(AssertUnwindSafe(|| db.insert(i.to_be_bytes(), b"v")))
+                .expect("a write panicked");
+            if written.is_err() {
+                break;
+            }
+        }
+        assert!(matches!(written, Err(Error::Background(_))), "{written:?}");
+        assert!(
+            matches!(db.insert(b"next", b"v"), Err(Error::Background(_))),
+            "the database is still open for writes"
+        );
     }
 }

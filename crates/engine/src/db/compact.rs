@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::ops::Bound;
 
 use crate::compaction::{
-    CompactionTask, OutputRun, piece_count, plan_beside, plan_full, split_points,
+    CompactionTask, LevelShape, OutputRun, piece_count, plan_beside, plan_full, split_points,
 };
 use crate::error::{Error, Result};
 use crate::iter::{BoxedSource, MergeIter, UserBounds};
@@ -74,11 +74,19 @@ impl Inner {
     pub(super) fn compact_range(&self, range: Option<(&[u8], &[u8])>) -> Result<()> {
         self.flush_all()?;
         let _alone = write(&self.compaction_lock);
+        // What it compacts is what level 0 held when it began: under
+        // steady writes into the range, chasing every newer flush would
+        // never end (and hold off every other compaction meanwhile).
+        let started: BTreeSet<u64> = (self.current().version.levels.first())
+            .into_iter()
+            .flat_map(|l0| l0.tables())
+            .map(|table| table.meta.id)
+            .collect();
         // Each step plans against the version the previous step produced.
         loop {
             let version = Arc::clone(&self.current().version);
             let tasks = plan_full(
-                &version.shape(),
+                &without_newer_flushes(version.shape(), &started),
                 &self.options.compaction,
                 self.options.table_target_bytes,
                 range,
@@ -405,6 +413,17 @@ impl<I: Iterator<Item = Result<Entry>>> Iterator for GarbageFilter<I> {
             return Some(Ok(entry));
         }
     }
+}
+
+/// `shape` without the level-0 runs none of whose tables is in `started`:
+/// runs flushed since a range compaction began. They are the newest data,
+/// above everything it moves, so leaving them keeps the ordering rule.
+fn without_newer_flushes(mut shape: Vec<LevelShape>, started: &BTreeSet<u64>) -> Vec<LevelShape> {
+    if let Some(l0) = shape.first_mut() {
+        l0.runs
+            .retain(|run| run.tables.iter().any(|t| started.contains(&t.id)));
+    }
+    shape
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{
     Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    TryLockError,
 };
 
 use arc_swap::ArcSwap;
@@ -204,6 +205,16 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// [`write`] if nobody holds the lock now, without waiting (a waiting
+/// writer would make new readers wait behind it).
+fn try_write<T>(lock: &RwLock<T>) -> Option<RwLockWriteGuard<'_, T>> {
+    match lock.try_write() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
 impl Inner {
     /// The memtables and version readers should use now.
     fn current(&self) -> Arc<SuperVersion> {
@@ -254,10 +265,7 @@ impl Inner {
         Self::check_background_error(state)?;
         let base = Arc::clone(&self.current().version);
         let indexes = self.indexes.load();
-        let logged =
-            state
-                .versions
-                .log_and_apply(&base, edit, opened, &indexes, self.visible_seq());
+        let logged = state.versions.log_and_apply(&base, edit, opened, &indexes);
         match logged {
             Ok(version) => Ok(Arc::new(version)),
             Err(err) => {

@@ -5,6 +5,7 @@
 //! every step.
 
 mod model;
+mod scale;
 
 use std::collections::BTreeSet;
 

@@ -9,19 +9,45 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::compaction::OutputRun;
-use crate::db::{Db, FilterSizing, Inner, lock, projected_entries, write};
+use crate::db::{Db, FilterSizing, Inner, lock, projected_entries, try_write, write};
 use crate::error::Result;
 use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Version};
 
+/// A version, and one of its tables (with its run) to backfill.
+type Lacking = (Arc<Version>, u64, Arc<LiveTable>);
+
+/// Whether a backfill may wait for the compaction lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::db) enum LockWait {
+    /// Wait: a caller that asked for the backfill ([`Db::wait_for_backfill`]).
+    Wait,
+    /// Give up while compactions run: a background thread, which tries
+    /// again when one ends. A thread waiting for the lock alone would hold
+    /// off every compaction that has not started yet (`std`'s `RwLock`
+    /// makes new readers queue behind a waiting writer).
+    GiveUp,
+}
+
 impl Inner {
     /// Rewrites one table that lacks the leaf of a live index; `false`
-    /// when every table has every leaf (or there is no index).
-    pub(in crate::db) fn backfill_once(&self) -> Result<bool> {
-        let _alone = write(&self.compaction_lock);
-        let indexes = self.indexes.load_full();
-        let version = Arc::clone(&self.current().version);
-        let Some((run, table)) = missing_leaf(&version, &indexes)? else {
+    /// when every table has every leaf (or there is no index), or when
+    /// `wait` is [`LockWait::GiveUp`] and compactions are under way.
+    pub(in crate::db) fn backfill_once(&self, wait: LockWait) -> Result<bool> {
+        // Looked for before the lock: with nothing to do (no index, the
+        // usual case) the lock is never asked for.
+        if self.table_lacking_a_leaf()?.is_none() {
+            return Ok(false);
+        }
+        let _alone = match wait {
+            LockWait::Wait => write(&self.compaction_lock),
+            LockWait::GiveUp => match try_write(&self.compaction_lock) {
+                Some(alone) => alone,
+                None => return Ok(false),
+            },
+        };
+        // Looked for again: compactions may have rewritten the table since.
+        let Some((version, run, table)) = self.table_lacking_a_leaf()? else {
             return Ok(false);
         };
         let _in_flight = {
@@ -30,6 +56,17 @@ impl Inner {
             self.start_job(&mut state, None)
         };
         self.rewrite(&version, run, &table).map(|()| true)
+    }
+
+    /// The current version, and its first table (and that table's run)
+    /// without the leaf of a live index.
+    fn table_lacking_a_leaf(&self) -> Result<Option<Lacking>> {
+        let indexes = self.indexes.load_full();
+        if indexes.is_empty() {
+            return Ok(None);
+        }
+        let version = Arc::clone(&self.current().version);
+        Ok(missing_leaf(&version, &indexes)?.map(|(run, table)| (version, run, table)))
     }
 
     /// Writes `table`'s entries, unchanged, as a new table of the same
@@ -85,7 +122,69 @@ impl Db {
     /// [`Error::Background`].
     pub fn wait_for_backfill(&self) -> Result<()> {
         self.inner.wait_until_idle()?;
-        while self.inner.backfill_once()? {}
+        while self.inner.backfill_once(LockWait::Wait)? {}
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+
+    use super::LockWait;
+    use crate::db::{Inner, read};
+    use crate::fs::FaultInjectionFs;
+    use crate::value_def::{Extractor, IndexDef};
+    use crate::{Db, Result};
+
+    /// What a background backfill returns while a compaction holds the
+    /// compaction lock shared, or `None` if it was still waiting after 10 s.
+    fn backfill_beside_a_compaction(db: &Db) -> Option<Result<bool>> {
+        let inner: Arc<Inner> = Arc::clone(&db.inner);
+        let _merging = read(&inner.compaction_lock);
+        let (done, outcome) = mpsc::channel();
+        let backfill = Arc::clone(&inner);
+        std::thread::spawn(move || done.send(backfill.backfill_once(LockWait::GiveUp)));
+        outcome.recv_timeout(Duration::from_secs(10)).ok()
+    }
+
+    /// A compaction thread looking for backfill work once waited for the
+    /// compaction lock alone, with no index at all, and while it waited no
+    /// other compaction could start (a waiting writer holds off new
+    /// readers): one long merge stopped every other level.
+    #[test]
+    fn a_backfill_with_nothing_to_do_does_not_wait_for_a_compaction() {
+        let db = Db::builder("/db")
+            .file_system(Arc::new(FaultInjectionFs::new()))
+            .background_threads(false)
+            .open()
+            .unwrap();
+        db.insert(b"k", b"v").unwrap();
+        db.flush().unwrap();
+        let outcome = backfill_beside_a_compaction(&db);
+        assert!(matches!(outcome, Some(Ok(false))), "{outcome:?}");
+    }
+
+    /// With work to do, a background backfill gives up while compactions
+    /// run and tries again when one ends; only `wait_for_backfill` waits.
+    #[test]
+    fn a_background_backfill_gives_up_while_compactions_run() {
+        let db = Db::builder("/db")
+            .file_system(Arc::new(FaultInjectionFs::new()))
+            .background_threads(false)
+            .open()
+            .unwrap();
+        db.insert(b"k", b"a,b").unwrap();
+        db.flush().unwrap();
+        db.add_index(IndexDef::new("second", Extractor::delimited(1, b',')))
+            .unwrap();
+        let outcome = backfill_beside_a_compaction(&db);
+        assert!(matches!(outcome, Some(Ok(false))), "{outcome:?}");
+        assert!(
+            db.inner.backfill_once(LockWait::Wait).unwrap(),
+            "no backfill to do"
+        );
+        assert!(!db.inner.backfill_once(LockWait::Wait).unwrap());
     }
 }

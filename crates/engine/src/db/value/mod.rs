@@ -23,6 +23,7 @@ mod leaves;
 mod plan;
 mod stats;
 
+pub(in crate::db) use backfill::LockWait;
 pub(in crate::db) use catalog::resolve;
 pub use find::{Find, FindKeys, FindStats};
 pub(in crate::db) use leaves::{DEFAULT_ORDER, IndexLeaves};
