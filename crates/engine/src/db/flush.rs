@@ -146,7 +146,7 @@ impl Inner {
         if self.options.background_threads {
             self.wait_until(|inner, _| flushed(inner))
         } else {
-            while !flushed(self) && self.flush_oldest()? {}
+            while !flushed(self) && self.flush_inline()? {}
             Ok(())
         }
     }

@@ -16,6 +16,7 @@ use crate::manifest::filenames;
 use crate::memtable::Memtable;
 use crate::options::{PersistMode, WriteOptions};
 
+use super::background::catch_panic;
 use super::wakeup::cores;
 use super::write_group::{Group, Leadership, Members, Publisher, Role, Slot};
 use super::{Inner, State, SuperVersion, Writer, lock};
@@ -187,6 +188,10 @@ impl Inner {
             })
             .collect();
         let last_seq = next - 1;
+        // From the first append on, the group's sequence numbers may be in
+        // the WAL: unwinding before they are published fails the database,
+        // or the next group would reuse them.
+        let _logging = FailOnUnwind(self);
         if let Err(err) = Self::log(&mut writer, &batches, &first_seqs, sync) {
             // A partly written record is a torn tail for recovery to cut;
             // appending more after it would hide later writes behind it.
@@ -208,7 +213,12 @@ impl Inner {
             let (group, publisher) = Group::new(Arc::clone(&memtable), grouped);
             members.start_inserts(&group, &first_seqs[1..]);
             memtable.insert_batch(own, first_seqs[0]);
-            publisher.wait_for_inserts();
+            if let Err(err) = publisher.wait_for_inserts() {
+                // Part of a batch is in the memtable, unpublished: nothing
+                // may be published after it. Reopening replays the WAL.
+                self.fail(&err);
+                return Err(err);
+            }
             Release::Publisher(publisher)
         } else {
             for (batch, &first_seq) in batches.iter().zip(&first_seqs) {
@@ -239,24 +249,27 @@ impl Inner {
     }
 
     /// Appends `batches` to the WAL, batch i as one record from
-    /// `first_seqs[i]` on, then syncs or flushes once.
+    /// `first_seqs[i]` on, then syncs or flushes once. A panic in the file
+    /// system's calls comes back as an error, as a failed call does.
     fn log(
         writer: &mut Writer,
         batches: &[&WriteBatch],
         first_seqs: &[SeqNo],
         sync: bool,
     ) -> Result<()> {
-        for (batch, &first_seq) in batches.iter().zip(first_seqs) {
-            let header = batch.record_header(first_seq);
-            writer
-                .wal
-                .add_record_parts(&[&header, batch.encoded_ops()])?;
-        }
-        if sync {
-            writer.wal.sync()
-        } else {
-            writer.wal.flush()
-        }
+        catch_panic("the WAL write", || {
+            for (batch, &first_seq) in batches.iter().zip(first_seqs) {
+                let header = batch.record_header(first_seq);
+                writer
+                    .wal
+                    .add_record_parts(&[&header, batch.encoded_ops()])?;
+            }
+            if sync {
+                writer.wal.sync()
+            } else {
+                writer.wal.flush()
+            }
+        })
     }
 
     /// Makes the WAL durable as `mode` asks. A failure fails the
@@ -332,14 +345,16 @@ impl Inner {
 
     /// Freezes the active memtable and starts a new one with a new WAL.
     pub(super) fn rotate(&self, writer: &mut Writer) -> Result<()> {
-        let mut state = lock(&self.state);
         // The old WAL is synced before the new one exists: a power cut must
         // not keep synced writes of the new WAL while losing unsynced ones
         // of the old (replay stops at the first gap, and would drop the
         // synced ones after it). Then the new WAL's name is made durable
         // before a synced write relies on it. A failed sync fails the
-        // database (see `persist`).
-        let number = state.versions.new_file_number();
+        // database (see `persist`). The syncs run outside `state`, which
+        // flushes and compactions need meanwhile: the writer lock keeps
+        // rotations one at a time, and no flush removes a WAL numbered
+        // above the active memtable's.
+        let number = self.new_file_number();
         let path = self.file(&filenames::wal(number));
         let fs = self.options.fs.as_ref();
         let started = writer.wal.sync().and_then(|()| {
@@ -351,10 +366,11 @@ impl Inner {
         let wal = match started {
             Ok(wal) => wal,
             Err(err) => {
-                self.fail_locked(&mut state, &err);
+                self.fail(&err);
                 return Err(err);
             }
         };
+        let state = lock(&self.state);
         writer.wal = wal;
         let current = self.current();
         let mut immutables = Vec::with_capacity(current.immutables.len() + 1);
@@ -373,7 +389,7 @@ impl Inner {
     /// this thread when there are no background threads).
     fn wait_for_flush(&self) -> Result<()> {
         if !self.options.background_threads {
-            return self.flush_oldest().map(drop);
+            return self.flush_inline().map(drop);
         }
         // The condition `make_room` waits for, not "fewer than now": the
         // flush thread may have drained the queue since `make_room` looked,
@@ -386,7 +402,7 @@ impl Inner {
     /// this thread when there are no background threads).
     fn wait_for_compaction_progress(&self, l0_runs: usize) -> Result<()> {
         if !self.options.background_threads {
-            return self.compact_once().map(drop);
+            return self.compact_inline().map(drop);
         }
         self.stall_until(|inner| inner.current().version.l0_runs() < l0_runs)
     }
@@ -398,6 +414,20 @@ impl Inner {
         let stalled = stall.elapsed().as_micros() as u64;
         self.counters.with(|c| c.write_stall_micros.add(stalled));
         waited
+    }
+}
+
+/// Fails the database if dropped while its thread unwinds: a write group
+/// that panics between its WAL append and its publication.
+struct FailOnUnwind<'a>(&'a Inner);
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.fail(&Error::Background(
+                "a write group panicked after its WAL append; reopen the database".to_owned(),
+            ));
+        }
     }
 }
 
@@ -415,8 +445,110 @@ mod tests {
     use std::sync::{Arc, mpsc};
     use std::time::Duration;
 
-    use crate::Db;
-    use crate::fs::FaultInjectionFs;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use crate::fs::{FaultInjectionFs, SyncPoint};
+    use crate::{Db, Error, WriteOptions};
+
+    /// After a write group panicked past its WAL append, the database is
+    /// failed: the next write is refused, and a reopen finds every
+    /// sequence number used once.
+    fn assert_failed_and_sound(fs: &FaultInjectionFs, db: Db) {
+        assert!(
+            matches!(db.insert(b"after", b"2"), Err(Error::Background(_))),
+            "a write after the panic was accepted (its sequence numbers reused)"
+        );
+        drop(db);
+        let db = Db::builder("/db")
+            .file_system(Arc::new(fs.crash()))
+            .open()
+            .unwrap();
+        assert_eq!(db.get(b"after").unwrap(), None);
+        assert_eq!(db.get(b"before").unwrap(), Some(b"0".to_vec()));
+    }
+
+    fn open(fs: &FaultInjectionFs) -> Db {
+        Db::builder("/db")
+            .file_system(Arc::new(fs.clone()))
+            .open()
+            .unwrap()
+    }
+
+    /// An fsync that panicked once left the database open with `last_seq`
+    /// behind the WAL: the next group reused the numbers.
+    #[test]
+    fn a_wal_sync_that_panics_fails_the_write_and_the_database() {
+        let fs = FaultInjectionFs::new();
+        let db = open(&fs);
+        db.insert_with(b"before", b"0", WriteOptions::sync())
+            .unwrap();
+        let armed = Arc::new(AtomicBool::new(true));
+        let hook_armed = Arc::clone(&armed);
+        fs.on_sync(Arc::new(move |_, point| {
+            let wal =
+                matches!(point, SyncPoint::File(p) if p.extension().is_some_and(|e| e == "wal"));
+            if wal && hook_armed.swap(false, Ordering::AcqRel) {
+                panic!("injected fsync panic");
+            }
+        }));
+        let written = catch_unwind(AssertUnwindSafe(|| {
+            db.insert_with(b"during", b"1", WriteOptions::sync())
+        }));
+        assert!(!armed.load(Ordering::Acquire), "the WAL was not synced");
+        assert!(
+            matches!(written, Ok(Err(Error::Background(_)))),
+            "the panic was not turned into the write's error: {written:?}"
+        );
+        assert_failed_and_sound(&fs, db);
+    }
+
+    /// A rotation's three syncs once ran holding `state`, which every
+    /// flush, plan and new file number waits for.
+    #[test]
+    fn a_rotation_syncs_without_holding_state() {
+        let fs = FaultInjectionFs::new();
+        let db = Arc::new(
+            Db::builder("/db")
+                .file_system(Arc::new(fs.clone()))
+                .background_threads(false)
+                .open()
+                .unwrap(),
+        );
+        db.insert(b"k", b"v").unwrap();
+        let syncs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (seen, inner) = (Arc::clone(&syncs), Arc::downgrade(&db.inner));
+        fs.on_sync(Arc::new(move |_, _| {
+            let held = inner
+                .upgrade()
+                .is_some_and(|inner| inner.state.try_lock().is_err());
+            seen.lock().unwrap().push(held);
+        }));
+        db.inner.rotate(&mut super::lock(&db.inner.writer)).unwrap();
+        let syncs = syncs.lock().unwrap();
+        assert!(
+            syncs.len() >= 2,
+            "no WAL sync and directory sync: {syncs:?}"
+        );
+        assert!(syncs.iter().all(|held| !held), "synced holding state");
+    }
+
+    /// A leader that panics in its memtable insert, after the append.
+    #[test]
+    fn a_leader_that_panics_after_its_append_fails_the_database() {
+        let fs = FaultInjectionFs::new();
+        let db = Arc::new(open(&fs));
+        db.insert_with(b"before", b"0", WriteOptions::sync())
+            .unwrap();
+        let leader = Arc::clone(&db);
+        let panicked = std::thread::spawn(move || {
+            crate::memtable::testing::panic_on_insert();
+            leader.insert(b"during", b"1")
+        })
+        .join();
+        assert!(panicked.is_err(), "the injected panic did not happen");
+        assert_failed_and_sound(&fs, Arc::into_inner(db).unwrap());
+    }
 
     /// A writer that saw a full queue of frozen memtables waits for room;
     /// if the flush thread emptied the queue before the wait began, the

@@ -283,6 +283,9 @@ pub(super) struct Group {
     memtable: Arc<Memtable>,
     /// Members whose insert has not finished.
     inserting: AtomicUsize,
+    /// A member's insert panicked: its batch is in the memtable only in
+    /// part.
+    torn: AtomicBool,
     /// Set once the leader has published the group (or given up on it).
     outcome: OnceLock<Result<(), String>>,
     /// Where the leader waits for the inserts, and the members for the
@@ -297,6 +300,7 @@ impl Group {
         let group = Arc::new(Self {
             memtable,
             inserting: AtomicUsize::new(members),
+            torn: AtomicBool::new(false),
             outcome: OnceLock::new(),
             wakeup: Wakeup::default(),
         });
@@ -307,13 +311,30 @@ impl Group {
     /// until the leader has published the group, so that the write is
     /// visible when the member's call returns.
     pub(super) fn insert_and_wait(&self, batch: &WriteBatch, first_seq: SeqNo) -> Result<()> {
-        self.memtable.insert_batch(batch, first_seq);
-        if self.inserting.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.wakeup.signal();
+        {
+            let _done = InsertDone(self);
+            self.memtable.insert_batch(batch, first_seq);
         }
         match self.wakeup.wait_for(|| self.outcome.get()) {
             Ok(()) => Ok(()),
             Err(detail) => Err(Error::Background(detail.clone())),
+        }
+    }
+}
+
+/// Counts a member's insert as done when dropped, by a panic too (the
+/// leader would otherwise wait for it forever), and then marks the group
+/// torn.
+struct InsertDone<'a>(&'a Group);
+
+impl Drop for InsertDone<'_> {
+    fn drop(&mut self) {
+        let group = self.0;
+        if std::thread::panicking() {
+            group.torn.store(true, Ordering::Release);
+        }
+        if group.inserting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            group.wakeup.signal();
         }
     }
 }
@@ -324,12 +345,19 @@ impl Group {
 pub(super) struct Publisher(Arc<Group>);
 
 impl Publisher {
-    /// Waits until every member's insert is done.
-    pub(super) fn wait_for_inserts(&self) {
+    /// Waits until every member's insert is done; an error if one
+    /// panicked (the group must then not be published).
+    pub(super) fn wait_for_inserts(&self) -> Result<()> {
         let group = &self.0;
         group
             .wakeup
             .wait_for(|| (group.inserting.load(Ordering::Acquire) == 0).then_some(()));
+        if group.torn.load(Ordering::Acquire) {
+            return Err(Error::Background(
+                "a write group's memtable insert panicked; reopen the database".to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Tells the members that their writes are visible.
@@ -429,7 +457,7 @@ mod tests {
                 std::thread::spawn(move || group.insert_and_wait(&batch(8), 10 + i))
             })
             .collect();
-        publisher.wait_for_inserts();
+        publisher.wait_for_inserts().unwrap();
         assert_eq!(
             memtable.len(),
             2,
@@ -439,6 +467,30 @@ mod tests {
         for member in members {
             member.join().unwrap().unwrap();
         }
+    }
+
+    /// A member whose insert panicked never counted it as done, and its
+    /// leader waited for it forever, holding the writer lock.
+    #[test]
+    fn a_member_whose_insert_panics_does_not_hang_its_leader() {
+        let (group, publisher) = Group::new(Arc::new(Memtable::new(1)), 2);
+        let member = |panics: bool, seq: SeqNo| {
+            let group = Arc::clone(&group);
+            std::thread::spawn(move || {
+                if panics {
+                    crate::memtable::testing::panic_on_insert();
+                }
+                group.insert_and_wait(&batch(8), seq)
+            })
+        };
+        let members = [member(true, 10), member(false, 11)];
+        let (done, waited) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(publisher.wait_for_inserts().is_err()));
+        let torn = waited.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(torn, Ok(true), "the leader hung, or published a torn group");
+        let [panicked, other] = members;
+        assert!(panicked.join().is_err());
+        assert!(other.join().unwrap().is_err(), "a torn group was published");
     }
 
     #[test]

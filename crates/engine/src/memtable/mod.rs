@@ -18,6 +18,25 @@ use crate::key::{Entry, InternalKey, SeqNo, ValueKind};
 use crate::value_def::IndexRecord;
 pub(crate) use postings::ValuePostings;
 
+/// Inserts that panic, for tests of the write path's unwinding.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::cell::Cell;
+
+    thread_local! {
+        static PANIC_ON_INSERT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Makes every memtable insert on this thread panic from now on.
+    pub(crate) fn panic_on_insert() {
+        PANIC_ON_INSERT.set(true);
+    }
+
+    pub(super) fn panic_if_asked() {
+        assert!(!PANIC_ON_INSERT.get(), "injected memtable insert panic");
+    }
+}
+
 /// Per-entry bookkeeping charged on top of key and value bytes: the skip
 /// list node (tower pointers, refcount) and the entry's header (buffer
 /// pointer, the key's head, lengths, sequence number), about 96 bytes on
@@ -70,6 +89,8 @@ impl Memtable {
     /// Adds one version. Callers give every version a distinct sequence
     /// number, so nothing is overwritten.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        #[cfg(test)]
+        testing::panic_if_asked();
         let mut bytes = user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
         if kind == ValueKind::Value {
             bytes += self.postings.add(user_key, value);

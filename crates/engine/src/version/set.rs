@@ -37,6 +37,11 @@ pub(crate) struct VersionSet {
     next_file_number: u64,
     /// Oldest WAL still needed by recovery.
     log_number: u64,
+    /// The newest sequence number the manifest records: what its tables
+    /// hold, not the writes still only in WALs from `log_number` on.
+    /// Recovery replays those WALs from the number after it, and a gap
+    /// there is a WAL missing.
+    last_seq: SeqNo,
     /// The compaction style tag every snapshot edit records.
     compaction_style: u8,
     /// Why no edit may be logged any more.
@@ -69,6 +74,7 @@ impl VersionSet {
             dir,
             next_file_number,
             log_number: start.log_number,
+            last_seq: start.last_seq,
             compaction_style: start.compaction_style,
             poisoned: None,
         })
@@ -97,9 +103,8 @@ impl VersionSet {
     }
 
     /// Logs `edit` durably and returns the version it makes of `base`.
-    /// `opened` holds the tables the edit adds; `indexes` and `last_seq`
-    /// are the live indexes (before the edit) and the newest sequence
-    /// number, for a snapshot if the manifest rolls over.
+    /// `opened` holds the tables the edit adds; `indexes` are the live
+    /// indexes (before the edit), for a snapshot if the manifest rolls over.
     ///
     /// # Errors
     /// [`Error::Background`] if the set is poisoned or the edit does not
@@ -110,7 +115,6 @@ impl VersionSet {
         mut edit: VersionEdit,
         opened: &std::collections::BTreeMap<u64, Arc<LiveTable>>,
         indexes: &[IndexRecord],
-        last_seq: SeqNo,
     ) -> Result<Version> {
         if let Some(why) = &self.poisoned {
             return Err(Error::Background(format!(
@@ -128,7 +132,7 @@ impl VersionSet {
             let mut after = indexes.to_vec();
             edit.apply_indexes(&mut after);
             let log_number = edit.log_number.unwrap_or(self.log_number);
-            let last_seq = edit.last_seq.unwrap_or(0).max(last_seq);
+            let last_seq = edit.last_seq.unwrap_or(0).max(self.last_seq);
             let previous = self.log_number;
             self.log_number = log_number;
             let rolled = self.roll(&version, &after, last_seq);
@@ -146,6 +150,7 @@ impl VersionSet {
         if let Some(log_number) = edit.log_number {
             self.log_number = self.log_number.max(log_number);
         }
+        self.last_seq = self.last_seq.max(edit.last_seq.unwrap_or(0));
         Ok(version)
     }
 
@@ -240,7 +245,7 @@ mod tests {
                 log_number: Some(log_number),
                 ..VersionEdit::default()
             };
-            set.log_and_apply(&version, edit, &BTreeMap::new(), &indexes, 7)
+            set.log_and_apply(&version, edit, &BTreeMap::new(), &indexes)
                 .unwrap();
             names.insert(set.manifest_name());
         }
@@ -251,6 +256,33 @@ mod tests {
         assert_eq!(name, set.manifest_name());
         let state = replay(read_manifest(&fs, dir, &name).unwrap());
         assert_eq!((state.log_number, state.indexes.len()), (199, 40));
+    }
+
+    /// A rolled-over manifest once recorded the newest visible sequence
+    /// number, which covers WALs not flushed yet: recovery then could not
+    /// tell that a WAL between two others was missing. It records what
+    /// the logged edits recorded.
+    #[test]
+    fn a_rolled_manifest_records_the_flushed_sequence_number() {
+        let fs = FaultInjectionFs::new();
+        let version = Version::default();
+        let mut set = set(&fs, &version, &[]);
+        set.roll_bytes = 0;
+        for (log_number, last_seq) in [(2, Some(40)), (3, None)] {
+            let edit = VersionEdit {
+                log_number: Some(log_number),
+                last_seq,
+                ..VersionEdit::default()
+            };
+            let before = set.manifest_name();
+            set.roll_at = 0;
+            set.log_and_apply(&version, edit, &BTreeMap::new(), &[])
+                .unwrap();
+            assert_ne!(set.manifest_name(), before, "no roll-over");
+        }
+        let dir = Path::new("/db");
+        let state = replay(read_manifest(&fs, dir, &set.manifest_name()).unwrap());
+        assert_eq!((state.log_number, state.last_seq), (3, 40));
     }
 
     /// After a failed manifest write nothing more is logged.
@@ -265,11 +297,11 @@ mod tests {
         };
         fs.inject(crate::fs::FaultOp::Sync, "MANIFEST", 1);
         assert!(
-            set.log_and_apply(&version, edit(), &BTreeMap::new(), &[], 0)
+            set.log_and_apply(&version, edit(), &BTreeMap::new(), &[])
                 .is_err()
         );
         assert!(set.poisoned().is_some());
-        let refused = set.log_and_apply(&version, edit(), &BTreeMap::new(), &[], 0);
+        let refused = set.log_and_apply(&version, edit(), &BTreeMap::new(), &[]);
         assert!(matches!(refused, Err(Error::Background(_))));
         assert_eq!(set.log_number(), 1);
     }
