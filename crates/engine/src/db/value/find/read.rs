@@ -115,8 +115,12 @@ pub(super) fn memtables(
     let memtables = std::iter::once(&current.active).chain(&current.immutables);
     let mut all = Vec::new();
     for (i, memtable) in memtables.enumerate() {
-        all.push(match query.posted.get(i).copied().flatten() {
-            Some(_) => memtable_postings(memtable, i, query, stats),
+        // Postings planned on may be gone since (an extractor panicked on
+        // a later write): the memtable is then read whole.
+        let posted = query.posted.get(i).copied().flatten();
+        let through_postings = posted.and_then(|_| memtable_postings(memtable, i, query, stats));
+        all.push(match through_postings {
+            Some(hits) => hits,
             None => memtable_entries(memtable, i, query, stats)?,
         });
     }
@@ -124,18 +128,18 @@ pub(super) fn memtables(
 }
 
 /// The hits of memtable `i` among the keys posted under the value: the
-/// newest visible version of each, if it holds the value.
+/// newest visible version of each, if it holds the value. `None` if the
+/// memtable no longer has complete postings of the index.
 fn memtable_postings(
     memtable: &Memtable,
     i: usize,
     query: &Query,
     stats: &mut FindStats,
-) -> VecDeque<Hit> {
+) -> Option<VecDeque<Hit>> {
     let keys = memtable
         .postings()
-        .keys(query.index.id, query.hash, &query.from);
-    keys.into_iter()
-        .flatten()
+        .keys(query.index.id, query.hash, &query.from)?;
+    let hits = keys
         .filter_map(|key| {
             stats.memtable_postings_read += 1;
             let entry = memtable.get(&key, query.seq)?;
@@ -148,7 +152,8 @@ fn memtable_postings(
                 source: Source::Memtable(i),
             })
         })
-        .collect()
+        .collect();
+    Some(hits)
 }
 
 /// The hits of memtable `i`, reading every entry.

@@ -156,3 +156,37 @@ fn an_empty_key_in_a_run_read_by_blocks_is_not_taken_for_a_decided_one() {
     let keys: Vec<Vec<u8>> = found.map(|r| r.unwrap().0).collect();
     assert_eq!(keys, [Vec::<u8>::new()]);
 }
+
+/// A search plans to read a memtable's postings; an extractor that then
+/// panics on another write gives the postings up. The search once read
+/// the missing postings as "no keys" and lost every match of the memtable.
+#[test]
+fn postings_given_up_after_planning_are_replaced_by_reading_the_memtable() {
+    let extractor = Extractor::custom("color-or-panic", |value, out| {
+        assert!(value != b"boom", "the extractor refuses this value");
+        out(value);
+    });
+    let db = Db::builder(Path::new("/db"))
+        .file_system(Arc::new(FaultInjectionFs::new()))
+        .background_threads(false)
+        .value_index(IndexDef::new("color", extractor))
+        .open()
+        .unwrap();
+    // One key in five is red: few enough for its postings to be read.
+    for i in 0..500u32 {
+        let color: &[u8] = if i % 5 == 0 { b"red" } else { b"blue" };
+        db.insert(format!("k{i:03}").as_bytes(), color).unwrap();
+    }
+    let inner = &db.inner;
+    let current = inner.current();
+    let index = inner.index_named("color").unwrap();
+    let hash = sift_filter::KeyHash::of(b"red");
+    let seq = inner.visible_seq();
+    let query = super::read::Query::new(&current, index, b"red", hash, seq, b"");
+    assert!(query.posted[0].is_some(), "the plan does not read postings");
+    db.insert(b"z", b"boom").unwrap();
+    let mut stats = super::FindStats::default();
+    let hits = super::read::memtables(&current, &query, &mut stats).unwrap();
+    assert_eq!(hits[0].len(), 100, "matches of the memtable were lost");
+    assert_eq!(stats.memtable_entries_scanned, 501);
+}
