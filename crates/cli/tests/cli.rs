@@ -528,7 +528,9 @@ fn export_refuses_bytes_that_are_not_utf8_unless_hex() {
         .map(|entry| entry.unwrap().file_name())
         .collect();
     assert!(
-        !names.iter().any(|n| n.to_str().unwrap().contains("sift-export")),
+        !names
+            .iter()
+            .any(|n| n.to_str().unwrap().contains("sift-export")),
         "{names:?}"
     );
 }
@@ -641,7 +643,10 @@ fn an_inverted_scan_range_and_find_limit_0_are_usage_errors() {
     let error = sift
         .run(&["scan", "--from", "3", "--to", "1"])
         .fails_with(2);
-    assert!(error.contains("--from") && error.contains("--to"), "{error}");
+    assert!(
+        error.contains("--from") && error.contains("--to"),
+        "{error}"
+    );
     sift.run(&["scan", "--reverse", "--from", "3", "--to", "1"])
         .fails_with(2);
     // An empty range that is not inverted is no error.
@@ -651,8 +656,16 @@ fn an_inverted_scan_range_and_find_limit_0_are_usage_errors() {
         .fails_with(2);
     assert!(error.contains("--limit"), "{error}");
     assert_eq!(
-        sift.run(&["find", "--index", "origin", "SFO", "--limit", "1", "--keys-only"])
-            .ok(),
+        sift.run(&[
+            "find",
+            "--index",
+            "origin",
+            "SFO",
+            "--limit",
+            "1",
+            "--keys-only"
+        ])
+        .ok(),
         "1\n"
     );
 }

@@ -74,8 +74,7 @@ fn exported(out: &Output, key: &[u8], value: &[u8]) -> Outcome<(String, String)>
              file with --hex)"
         ))
     };
-    let key_text = std::str::from_utf8(key)
-        .map_err(|_| refuse(format!("key {}", shown(key))))?;
+    let key_text = std::str::from_utf8(key).map_err(|_| refuse(format!("key {}", shown(key))))?;
     let value_text = std::str::from_utf8(value)
         .map_err(|_| refuse(format!("the value of key {}", shown(key))))?;
     Ok((key_text.to_owned(), value_text.to_owned()))
