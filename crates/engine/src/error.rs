@@ -46,6 +46,14 @@ pub enum Error {
     /// Reopen the database to recover from the WAL.
     #[error("background work failed, writes are refused until reopen: {0}")]
     Background(String),
+    /// The database was opened read-only
+    /// ([`DbBuilder::read_only`](crate::DbBuilder::read_only)): it takes no
+    /// writes, flushes, compactions or index changes.
+    #[error("database {} is open read-only", path.display())]
+    ReadOnly {
+        /// The database directory.
+        path: PathBuf,
+    },
     /// The database was closed (its [`Db`](crate::Db) dropped) while a
     /// transaction, snapshot or iterator still used it: writes and waits
     /// for background work end with this. Reads of what is already
@@ -109,6 +117,7 @@ impl Error {
             },
             Self::InvalidArgument(detail) => Self::InvalidArgument(detail.clone()),
             Self::Locked { path } => Self::Locked { path: path.clone() },
+            Self::ReadOnly { path } => Self::ReadOnly { path: path.clone() },
             Self::Background(detail) => Self::Background(detail.clone()),
             Self::Closed => Self::Closed,
             Self::Conflict { key, reason } => Self::Conflict {

@@ -47,6 +47,8 @@ pub(super) struct Options {
     pub sync_writes: bool,
     pub wal_recovery: WalRecovery,
     pub background_threads: bool,
+    /// Opened through a [`ReadOnlyFs`](crate::fs::ReadOnlyFs), refusing changes.
+    pub read_only: bool,
     /// Compactions that run at once, and the pieces one large compaction
     /// is split into.
     pub compaction_threads: usize,
@@ -91,6 +93,7 @@ impl DbBuilder {
                 sync_writes: false,
                 wal_recovery: WalRecovery::default(),
                 background_threads: true,
+                read_only: false,
                 compaction_threads: default_compaction_threads(),
                 value_indexes: Vec::new(),
                 value_index_order: crate::db::value::DEFAULT_ORDER,
@@ -219,6 +222,19 @@ impl DbBuilder {
     /// behaviour for tests.
     pub fn background_threads(mut self, enabled: bool) -> Self {
         self.options.background_threads = enabled;
+        self
+    }
+
+    /// Opens the database without changing it (default `false`), as
+    /// RocksDB's `OpenForReadOnly`: nothing in its directory is written,
+    /// renamed or removed, and its lock is not taken, so a database another
+    /// handle or process holds opens too, as of its files now. The WALs are
+    /// replayed into memory, as far as [`DbBuilder::wal_recovery`] allows,
+    /// and never replaced. Writes, flushes, compactions, index changes and
+    /// checkpoints return [`Error::ReadOnly`](crate::Error::ReadOnly); a
+    /// directory without a database is an [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.options.read_only = read_only;
         self
     }
 

@@ -41,6 +41,8 @@ impl Db {
 
 impl Inner {
     fn checkpoint(&self, dir: &Path) -> Result<()> {
+        // Its file system keeps changes in memory: a checkpoint would too.
+        self.writable()?;
         let fs = &self.options.fs;
         fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let listed = fs.list(dir).map_err(|e| Error::io(dir, e))?;

@@ -121,6 +121,7 @@ impl Inner {
     /// Freezes the active memtable if it holds anything, then flushes every
     /// frozen memtable.
     pub(super) fn flush_all(&self) -> Result<()> {
+        self.writable()?;
         // The WAL number of the newest memtable to flush: it and every
         // older one, not the ones writers freeze meanwhile, which would
         // keep the queue from ever draining under sustained writes.

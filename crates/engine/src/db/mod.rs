@@ -277,6 +277,16 @@ impl Inner {
         }
     }
 
+    /// Refuses a change to a database opened read-only.
+    fn writable(&self) -> Result<()> {
+        if self.options.read_only {
+            return Err(Error::ReadOnly {
+                path: self.options.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Fails if background work has failed (writes are refused after that)
     /// or the database was closed.
     fn check_background_error(state: &State) -> Result<()> {

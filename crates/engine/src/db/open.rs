@@ -10,6 +10,7 @@
 //! (`wal_replay.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
@@ -17,6 +18,7 @@ use arc_swap::ArcSwap;
 
 use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, ReadOnlyFs, link_or_copy};
 use crate::key::SeqNo;
 use crate::log::{LogKind, LogWriter};
 use crate::manifest::{FileKind, VersionEdit, filenames, read_current, replay_manifest};
@@ -51,7 +53,11 @@ struct Recovered {
 }
 
 impl Db {
-    pub(super) fn open_with(options: Options) -> Result<Self> {
+    pub(super) fn open_with(mut options: Options) -> Result<Self> {
+        if options.read_only {
+            options.fs = Arc::new(ReadOnlyFs::new(Arc::clone(&options.fs)));
+            options.background_threads = false;
+        }
         let fs = Arc::clone(&options.fs);
         let dir = options.path.clone();
         fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -72,6 +78,12 @@ impl Db {
         // created later by this open are all live).
         let names = fs.list(&dir).map_err(|e| Error::io(&dir, e))?;
         let mut recovered = recover_version(&options, &tables, &names)?;
+        if options.read_only && recovered.manifest_name.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no database to open read-only",
+                dir.display()
+            )));
+        }
         recovered.indexes = crate::db::value::resolve(
             &options,
             &recovered.version,
@@ -113,6 +125,7 @@ impl Db {
         let mut flush = |memtable: &Memtable| inner.flush_recovered(memtable);
         let sink = wal_replay::Sink::new(memtable_bytes, &mut flush);
         let replay = wal_replay::replay_wals(fs.as_ref(), &dir, &wals, last_seq, mode, sink)?;
+        keep_damaged_wals(fs.as_ref(), &dir, &replay.dropped)?;
         // What replay found, set before anything else sees `inner`.
         inner.wal_recovery = replay.stopped;
         *inner.visible_seq.get_mut() = replay.last_seq;
@@ -128,6 +141,25 @@ impl Db {
         };
         Ok(Self { inner, threads })
     }
+}
+
+/// Keeps WALs `numbers`, whose records point-in-time recovery dropped,
+/// under names no open replays or removes ([`filenames::damaged_wal`]),
+/// before the new manifest retires them: what could not be replayed is
+/// kept for a person (or a better tool) to look at.
+fn keep_damaged_wals(fs: &dyn FileSystem, dir: &Path, numbers: &[u64]) -> Result<()> {
+    for &number in numbers {
+        let kept = dir.join(filenames::damaged_wal(number));
+        match link_or_copy(fs, &dir.join(filenames::wal(number)), &kept) {
+            // Kept by an earlier open that stopped before retiring it.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            linked => linked.map_err(|e| Error::io(&kept, e))?,
+        }
+    }
+    if !numbers.is_empty() {
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    Ok(())
 }
 
 /// Replays CURRENT's manifest (or starts an empty version for a new

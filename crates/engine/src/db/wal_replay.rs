@@ -35,6 +35,9 @@ pub(super) struct Replayed {
     /// Where point-in-time recovery stopped early, and why: the records
     /// after it, in that WAL and every later one, were dropped.
     pub stopped: Option<String>,
+    /// The WALs whose records were dropped from that point on: the one
+    /// replay stopped in and every later one.
+    pub dropped: Vec<u64>,
 }
 
 /// Where replay stops: a file, an offset and what was wrong.
@@ -130,6 +133,7 @@ fn replay_until_stop(
                 return Ok(Replayed {
                     last_seq,
                     stopped: None,
+                    dropped: Vec::new(),
                 });
             }
             Some(stop) => stop,
@@ -146,11 +150,13 @@ fn replay_until_stop(
                 stop.offset,
                 stop.detail
             )),
+            dropped: numbers[position..].to_vec(),
         });
     }
     Ok(Replayed {
         last_seq,
         stopped: None,
+        dropped: Vec::new(),
     })
 }
 

@@ -66,6 +66,7 @@ pub(super) trait TxnSteps {
 impl Inner {
     /// Logs and applies `batch` atomically.
     pub(super) fn write(&self, batch: &WriteBatch, options: WriteOptions) -> Result<()> {
+        self.writable()?;
         batch.validate()?;
         if batch.is_empty() {
             return Ok(());
@@ -87,6 +88,7 @@ impl Inner {
         value: Option<&[u8]>,
         options: WriteOptions,
     ) -> Result<()> {
+        self.writable()?;
         let sync = self.sync_asked(options);
         let fill = |batch: &mut WriteBatch| {
             match value {
@@ -120,6 +122,7 @@ impl Inner {
     /// Logs and applies a transaction's valid, non-empty `batch` if
     /// `steps` validate it. Returns the sequence number of its first write.
     pub(super) fn write_txn(&self, batch: &WriteBatch, steps: &mut dyn TxnSteps) -> Result<SeqNo> {
+        self.writable()?;
         let sync = self.sync_asked(WriteOptions::default());
         match self.write_queue.try_lead() {
             Some(leadership) => self.lead(leadership, batch, sync, Some((steps, batch))),
@@ -276,6 +279,7 @@ impl Inner {
     /// database: after a failed `fsync` the kernel may have dropped the
     /// dirty pages, and a later `fsync` could report success for them.
     pub(super) fn persist(&self, mode: PersistMode) -> Result<()> {
+        self.writable()?;
         let mut writer = lock(&self.writer);
         if self.failed.load(Ordering::Acquire) {
             Self::check_background_error(&lock(&self.state))?;

@@ -13,6 +13,7 @@
 
 #[cfg(any(test, feature = "fuzzing"))]
 mod fault;
+mod read_only;
 mod std_fs;
 
 use std::fmt::Debug;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub use fault::{FaultInjectionFs, FaultOp, SyncHook, SyncPoint};
+pub use read_only::ReadOnlyFs;
 pub use std_fs::StdFs;
 
 /// A directory tree the database lives in.

@@ -20,6 +20,13 @@ pub(crate) fn wal(number: u64) -> String {
     format!("{number:06}.wal")
 }
 
+/// Where point-in-time recovery keeps WAL `number` when it stopped in or
+/// before it: records it could not replay are never deleted. No open
+/// reads, replays or removes such a file.
+pub(crate) fn damaged_wal(number: u64) -> String {
+    format!("{}.damaged", wal(number))
+}
+
 /// Table file name.
 pub(crate) fn table(number: u64) -> String {
     format!("{number:06}.sst")

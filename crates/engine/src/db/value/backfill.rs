@@ -121,6 +121,7 @@ impl Db {
     /// [`Error::Io`] or [`Error::Corruption`] met while rewriting a table;
     /// [`Error::Background`].
     pub fn wait_for_backfill(&self) -> Result<()> {
+        self.inner.writable()?;
         self.inner.wait_until_idle()?;
         while self.inner.backfill_once(LockWait::Wait)? {}
         Ok(())

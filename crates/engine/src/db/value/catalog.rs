@@ -109,6 +109,7 @@ impl Inner {
 
     /// Defines a new index, persisted before this returns.
     fn add_index(&self, def: &IndexDef) -> Result<()> {
+        self.writable()?;
         def.validate()?;
         let mut state = lock(&self.state);
         Self::check_background_error(&state)?;
@@ -138,6 +139,7 @@ impl Inner {
 
     /// Drops the index called `name`, persisted before this returns.
     fn drop_index(&self, name: &str) -> Result<()> {
+        self.writable()?;
         let mut state = lock(&self.state);
         Self::check_background_error(&state)?;
         let current = self.indexes.load_full();
