@@ -416,12 +416,72 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn a_database_held_open_elsewhere_exits_3() {
+fn a_database_held_open_elsewhere_is_read_but_not_written() {
     let sift = Sift::new();
     sift.run(&["put", "k", "v"]).ok();
     let _held = siftdb::Db::open(sift.db()).unwrap();
-    let error = sift.run(&["get", "k"]).fails_with(3);
+    assert_eq!(sift.run(&["get", "k"]).ok(), "v\n");
+    let error = sift.run(&["put", "k", "w"]).fails_with(3);
     assert!(error.contains("locked"), "{error}");
+}
+
+/// Every file of the database and its bytes.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
+        })
+        .collect()
+}
+
+/// Every open recovered and flushed, so a read command on a database with
+/// a damaged WAL replaced the WAL, and the valid records after the damage
+/// were gone for good. No read command writes now; a writing one keeps
+/// the damaged WAL aside.
+#[test]
+fn read_commands_never_write_and_a_damaged_wal_is_kept() {
+    let sift = Sift::new();
+    let live = sift.dir.path().join("live");
+    let db = siftdb::Db::builder(&live).sync_writes(true).open().unwrap();
+    for i in 0..200 {
+        db.insert(format!("key{i:03}"), "value".repeat(8)).unwrap();
+    }
+    std::fs::create_dir(sift.db()).unwrap();
+    for entry in std::fs::read_dir(&live).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, sift.db().join(path.file_name().unwrap())).unwrap();
+    }
+    drop(db);
+    let wal = sift.files(".wal").pop().unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let middle = bytes.len() / 2;
+    for b in &mut bytes[middle..middle + 4] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&wal, &bytes).unwrap();
+    let before = snapshot(&sift.db());
+    let out = sift.file("out.jsonl", "");
+    let reads: [&[&str]; 6] = [
+        &["stats"],
+        &["get", "key001"],
+        &["scan"],
+        &["export", "-o", &out],
+        &["index", "list"],
+        &["--json", "stats"],
+    ];
+    for args in reads {
+        let run = sift.run(args);
+        assert!(run.stderr.contains("WAL recovery dropped records"), "{args:?}: {}", run.stderr);
+        run.ok();
+        assert!(snapshot(&sift.db()) == before, "sift {args:?} changed the database");
+    }
+    sift.run(&["put", "new", "v"]).ok();
+    let name = wal.file_name().unwrap().to_str().unwrap();
+    let kept = sift.db().join(format!("{name}.damaged"));
+    assert_eq!(std::fs::read(kept).unwrap(), bytes, "the damaged WAL was not kept");
 }
 
 #[test]

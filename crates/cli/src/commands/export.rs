@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::open_existing;
+use super::open_for_reading;
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::error::{Context, Failure, Outcome};
 use crate::output::{Output, display_bytes};
@@ -21,7 +21,7 @@ use crate::output::{Output, display_bytes};
 /// Writes the entries `args` selects.
 pub fn run(db_path: &Path, args: &ExportArgs, out: &mut Output) -> Outcome {
     let prefix = out.parse_optional("--prefix", args.prefix.as_deref())?;
-    let db = open_existing(db_path)?;
+    let db = open_for_reading(db_path)?;
     let mut sink = Sink::open(args.output.as_deref(), db_path)?;
     let entries = match &prefix {
         Some(prefix) => db.prefix(prefix),

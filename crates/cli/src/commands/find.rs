@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::json;
 use siftdb::{Db, Find, Method};
 
-use super::open_existing;
+use super::open_for_reading;
 use crate::cli::{FindArgs, FindMethod};
 use crate::error::{Failure, Outcome};
 use crate::output::Output;
@@ -15,7 +15,7 @@ use crate::report;
 pub fn run(db: &Path, args: &FindArgs, out: &mut Output) -> Outcome {
     let value = out.parse("value", &args.value)?;
     let limit = limit(args)?;
-    let db = open_existing(db)?;
+    let db = open_for_reading(db)?;
     if !db.indexes().iter().any(|index| index.name == args.index) {
         return Err(Failure::not_found(format!(
             "no value index named {:?} (see `sift index list`)",

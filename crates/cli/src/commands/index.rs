@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::json;
 use siftdb::{Db, Extractor, IndexDef};
 
-use super::open_existing;
+use super::{open_existing, open_for_reading};
 use crate::cli::{IndexAddArgs, IndexCommand};
 use crate::commands::import::pointer;
 use crate::error::{Failure, Outcome};
@@ -15,11 +15,11 @@ use crate::report;
 
 /// Runs one `sift index` subcommand.
 pub fn run(db: &Path, command: IndexCommand, out: &mut Output) -> Outcome {
-    let db = open_existing(db)?;
     match command {
-        IndexCommand::Add(args) => add(&db, &args, out),
-        IndexCommand::List => report::indexes(out, &db.indexes()),
+        IndexCommand::List => report::indexes(out, &open_for_reading(db)?.indexes()),
+        IndexCommand::Add(args) => add(&open_existing(db)?, &args, out),
         IndexCommand::Drop { name } => {
+            let db = open_existing(db)?;
             if !db.indexes().iter().any(|index| index.name == name) {
                 return Err(Failure::not_found(format!("no value index named {name:?}")));
             }

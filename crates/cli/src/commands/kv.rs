@@ -4,7 +4,7 @@ use std::path::Path;
 
 use siftdb::PersistMode;
 
-use super::{open_existing, open_or_create};
+use super::{open_existing, open_for_reading, open_or_create};
 use crate::error::{Failure, Outcome};
 use crate::output::Output;
 
@@ -19,7 +19,7 @@ pub fn put(db: &Path, key: &str, value: &str, out: &mut Output) -> Outcome {
 /// Prints the value under `key`; [`Failure::not_found`] if there is none.
 pub fn get(db: &Path, key: &str, out: &mut Output) -> Outcome {
     let key = out.parse("key", key)?;
-    let db = open_existing(db)?;
+    let db = open_for_reading(db)?;
     print_found(&key, db.get(&key)?, out)
 }
 

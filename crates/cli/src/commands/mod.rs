@@ -52,16 +52,34 @@ pub fn open_or_create(path: &Path) -> Outcome<Db> {
     // Point-in-time recovery opened a damaged WAL as of the records before
     // the damage: say so, where it cannot be mistaken for output.
     if let Some(dropped) = db.stats().wal_recovery {
-        eprintln!("warning: WAL recovery dropped records: {dropped}");
+        eprintln!(
+            "warning: WAL recovery dropped records (the damaged WAL is kept as \
+             NNNNNN.wal.damaged): {dropped}"
+        );
     }
     Ok(db)
 }
 
-/// Opens the database at `path`, which must exist (commands that only read
-/// or maintain: a mistyped `--db` is an error, not a new empty database).
+/// Opens the database at `path`, which must exist (commands that
+/// maintain: a mistyped `--db` is an error, not a new empty database).
 pub fn open_existing(path: &Path) -> Outcome<Db> {
     require_database(path)?;
     open_or_create(path)
+}
+
+/// Opens the database at `path`, which must exist, read-only (commands
+/// that only read): nothing in the directory is written, a damaged WAL is
+/// left as it is, and a database another process holds opens too.
+pub fn open_for_reading(path: &Path) -> Outcome<Db> {
+    require_database(path)?;
+    let db = Db::builder(path).read_only(true).open()?;
+    if let Some(dropped) = db.stats().wal_recovery {
+        eprintln!(
+            "warning: WAL recovery dropped records (read as of the records before the \
+             damage; the WAL is left as it is): {dropped}"
+        );
+    }
+    Ok(db)
 }
 
 /// [`Failure::usage`] unless `path` holds a database.

@@ -3,7 +3,7 @@
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::path::Path;
 
-use super::open_existing;
+use super::open_for_reading;
 use crate::cli::ScanArgs;
 use crate::error::{Failure, Outcome};
 use crate::output::Output;
@@ -18,7 +18,7 @@ pub fn run(db: &Path, args: &ScanArgs, out: &mut Output) -> Outcome {
         from.map_or(Unbounded, Included),
         to.map_or(Unbounded, Excluded),
     );
-    let db = open_existing(db)?;
+    let db = open_for_reading(db)?;
     let iter = match &prefix {
         Some(prefix) => db.prefix(prefix),
         None => db.range((from, to)),

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 use siftdb::Db;
 
-use super::open_existing;
+use super::open_for_reading;
 use crate::cli::StatsArgs;
 use crate::error::Outcome;
 use crate::output::Output;
@@ -19,7 +19,7 @@ const ABSENT_SUFFIX: [u8; 8] = *b"\xff\x00sift\x00\xff";
 
 /// Prints the statistics.
 pub fn run(db: &Path, args: &StatsArgs, out: &mut Output) -> Outcome {
-    let db = open_existing(db)?;
+    let db = open_for_reading(db)?;
     let probed = probe_absent_keys(&db, args.sample)?;
     let stats = db.stats();
     let indexes = db.indexes();
