@@ -2,11 +2,6 @@
 //! each open writes the WAL it finds as a level-0 table, and level 0 must
 //! stay bounded however many there are.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
-)]
-
 use std::sync::Arc;
 
 use siftdb::Db;
