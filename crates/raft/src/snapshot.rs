@@ -11,10 +11,16 @@
 //! the old snapshot or the new one, never half of each. A snapshot's
 //! directory does not change once `CURRENT` names it. Every file goes
 //! through the node's [`FileSystem`](siftdb::fs::FileSystem).
+//!
+//! A snapshot being read (sent to a follower) holds a [`Lease`] on its
+//! directory: its files are opened one at a time as the stream reaches
+//! them ([`PackedDir`]), so a snapshot replaced meanwhile is deleted only
+//! once its last reader is done.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use openraft::storage::Snapshot;
 use openraft::{
@@ -31,10 +37,14 @@ use crate::purge_gate::PurgeGate;
 use crate::snapshot_file::SnapshotFile;
 use crate::snapshot_pack::PackedDir;
 use crate::snapshot_unpack::Unpacker;
-use crate::state_machine::{DataHandle, DataSettings, open_data};
+use crate::state_machine::{DataHandle, DataSettings, open_data_with};
 use crate::types::{NodeId, TypeConfig};
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
+
+/// The most table files the copy a build reads its applied id from holds
+/// open (the engine's least), beside the live database's.
+const COPY_OPEN_FILES: usize = 16;
 
 /// What a snapshot's metadata says.
 pub(crate) type Meta = SnapshotMeta<NodeId, BasicNode>;
@@ -55,6 +65,51 @@ pub(crate) struct Snapshots {
     pub(crate) gate: PurgeGate,
     /// Transfers begun since the node started.
     pub(crate) transfers: Arc<AtomicU64>,
+    /// The snapshots being read.
+    readers: Arc<Mutex<Readers>>,
+}
+
+/// How many readers each snapshot being read has, and which of them are to
+/// be deleted once their last reader is done.
+#[derive(Debug, Default)]
+struct Readers {
+    count: HashMap<u64, usize>,
+    doomed: HashSet<u64>,
+}
+
+/// Keeps a snapshot's directory while a stream of it is read: a
+/// [`Snapshots::discard`] of it meanwhile waits until the last lease on it
+/// is dropped.
+#[derive(Debug)]
+pub(crate) struct Lease {
+    n: u64,
+    fs: Fs,
+    path: PathBuf,
+    readers: Arc<Mutex<Readers>>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let doomed = {
+            let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+            let count = readers.count.entry(self.n).or_default();
+            *count = count.saturating_sub(1);
+            *count == 0 && {
+                readers.count.remove(&self.n);
+                readers.doomed.remove(&self.n)
+            }
+        };
+        if !doomed {
+            return;
+        }
+        // A failure leaves it to the next open.
+        let (fs, path) = (Arc::clone(&self.fs), self.path.clone());
+        let remove = move || drop(files::remove(fs.as_ref(), &path));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(remove)),
+            Err(_) => remove(),
+        }
+    }
 }
 
 impl Snapshots {
@@ -79,6 +134,7 @@ impl Snapshots {
             saving: tokio::sync::Mutex::new(()),
             gate: PurgeGate::new(None),
             transfers: Arc::default(),
+            readers: Arc::default(),
         };
         if let Some((n, meta)) = snapshots.current_meta().map_err(fail)? {
             snapshots.unpack_legacy(n).map_err(fail)?;
@@ -143,10 +199,30 @@ impl Snapshots {
         Ok(SnapshotFile::receiving(n, unpacker))
     }
 
-    /// Deletes snapshot `n`'s directory (one abandoned or replaced): a
-    /// failure leaves it to the next open.
+    /// Deletes snapshot `n`'s directory (one abandoned or replaced), once
+    /// no stream of it is read: a failure leaves it to the next open.
     pub(crate) fn discard(&self, n: u64) {
+        {
+            let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+            if readers.count.contains_key(&n) {
+                readers.doomed.insert(n);
+                return;
+            }
+        }
         let _ = files::remove(self.fs.as_ref(), &self.path(n));
+    }
+
+    /// A lease on snapshot `n`'s directory (taken while `n` is current,
+    /// under `saving`, so no discard of it has begun).
+    fn lease(&self, n: u64) -> Lease {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        *readers.count.entry(n).or_default() += 1;
+        Lease {
+            n,
+            fs: Arc::clone(&self.fs),
+            path: self.path(n),
+            readers: Arc::clone(&self.readers),
+        }
     }
 
     /// Makes snapshot `n` (its directory written and synced) the current
@@ -155,6 +231,18 @@ impl Snapshots {
     /// finished after an install of a newer snapshot): then `n` is deleted
     /// and the current one stays. Returns the number current afterwards.
     pub(crate) async fn save(self: &Arc<Self>, n: u64, meta: &Meta) -> StorageResult<u64> {
+        self.save_then(n, meta, |_, current| Ok(current)).await
+    }
+
+    /// [`Self::save`], then `then` with the number current afterwards,
+    /// with `saving` still held: what `then` opens cannot be deleted
+    /// first by a concurrent save.
+    async fn save_then<T: Send + 'static>(
+        self: &Arc<Self>,
+        n: u64,
+        meta: &Meta,
+        then: impl FnOnce(&Self, u64) -> std::io::Result<T> + Send + 'static,
+    ) -> StorageResult<T> {
         let fail = |e: &dyn std::error::Error| {
             io_error(
                 ErrorSubject::Snapshot(Some(meta.signature())),
@@ -165,7 +253,7 @@ impl Snapshots {
         let _saving = self.saving.lock().await;
         // Synced writes: on tokio's blocking pool.
         let (this, saved) = (Arc::clone(self), meta.clone());
-        tokio::task::spawn_blocking(move || this.save_now(n, &saved))
+        tokio::task::spawn_blocking(move || then(&this, this.save_now(n, &saved)?))
             .await
             .map_err(|e| fail(&e))?
             .map_err(|e| fail(&e))
@@ -203,23 +291,28 @@ impl Snapshots {
     }
 
     /// The current snapshot, if there is one.
-    pub(crate) async fn current(&self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
+    pub(crate) async fn current(self: &Arc<Self>) -> StorageResult<Option<Snapshot<TypeConfig>>> {
         let fail =
             |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
         let _saving = self.saving.lock().await;
-        let Some(n) = files::read_current(self.fs.as_ref(), &self.dir).map_err(|e| fail(&e))?
-        else {
-            return Ok(None);
-        };
-        self.open_snapshot(n).map(Some)
+        let this = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            match files::read_current(this.fs.as_ref(), &this.dir)? {
+                Some(n) => this.open_snapshot(n).map(Some),
+                None => Ok(None),
+            }
+        })
+        .await
+        .map_err(|e| fail(&e))?
+        .map_err(|e| fail(&e))
     }
 
-    /// Snapshot `n`: its metadata and its files, to send.
-    fn open_snapshot(&self, n: u64) -> StorageResult<Snapshot<TypeConfig>> {
-        let fail =
-            |e: &dyn std::error::Error| io_error(ErrorSubject::Snapshot(None), ErrorVerb::Read, e);
-        let meta = self.read_meta(n).map_err(|e| fail(&e))?;
-        let packed = PackedDir::open(self.fs.as_ref(), &self.path(n)).map_err(|e| fail(&e))?;
+    /// Snapshot `n`: its metadata and its files, to send, with a lease on
+    /// its directory. Called with `saving` held, while `n` is current.
+    fn open_snapshot(&self, n: u64) -> std::io::Result<Snapshot<TypeConfig>> {
+        let lease = self.lease(n);
+        let meta = self.read_meta(n)?;
+        let packed = PackedDir::open(Arc::clone(&self.fs), self.path(n))?.leased(lease);
         Ok(Snapshot {
             meta,
             snapshot: Box::new(SnapshotFile::reading(n, packed)),
@@ -242,7 +335,8 @@ impl Snapshots {
             db.checkpoint(&path).map_err(|e| e.to_string())?;
             // What the copy holds, read from the copy: applies go on while
             // it is taken, so the live state machine may be ahead of it.
-            let copy = open_data(&fs, &path, &settings).map_err(|e| e.to_string())?;
+            let copy = open_data_with(&fs, &path, &settings, Some(COPY_OPEN_FILES))
+                .map_err(|e| e.to_string())?;
             read_applied(&copy)
         });
         let fail = |e: String| {
@@ -265,8 +359,9 @@ impl Snapshots {
             last_membership,
             snapshot_id,
         };
-        let current = self.save(n, &meta).await?;
-        self.open_snapshot(current)
+        // Opened before `saving` is let go: an install that replaces it
+        // next waits for it to be sent before deleting it.
+        self.save_then(n, &meta, Self::open_snapshot).await
     }
 }
 
@@ -320,6 +415,7 @@ mod tests {
     use tokio::io::AsyncWriteExt;
 
     use super::*;
+    use crate::state_machine::open_data;
 
     fn meta(index: u64) -> Meta {
         Meta {
@@ -335,7 +431,7 @@ mod tests {
         fs.create_dir_all(&dir).unwrap();
         let text = format!("covers {index}");
         files::write_synced(fs, &dir.join("000001.sst"), text.as_bytes()).unwrap();
-        let packed = PackedDir::open(fs, &dir).unwrap();
+        let packed = PackedDir::open(Arc::new(fs.clone()), dir.clone()).unwrap();
         let mut bytes = vec![0; packed.len() as usize];
         packed.read_exact_at(&mut bytes, 0).unwrap();
         bytes
@@ -369,6 +465,8 @@ mod tests {
             assert_eq!(snapshots.save(build, &meta(5)).await.unwrap(), installed);
             let current = snapshots.current().await.unwrap().unwrap();
             assert_eq!(current.meta, meta(10));
+            // (Not sent: a snapshot being sent stays until it is sent.)
+            drop(current);
             assert!(exists(snapshots.path(installed)));
             assert!(!exists(snapshots.path(build)));
             // A newer one still replaces it, durably.
@@ -381,6 +479,214 @@ mod tests {
             assert_eq!(after.current_meta().unwrap().unwrap(), (newer, meta(12)));
             let table = after.path(newer).join("000001.sst");
             assert_eq!(crashed.contents(&table).unwrap(), b"covers 12");
+        });
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// The stream of a snapshot of `tables` files, each a few bytes.
+    fn stream_of(fs: &FaultInjectionFs, tables: usize) -> Vec<u8> {
+        let dir = PathBuf::from(format!("/source-of-{tables}"));
+        fs.create_dir_all(&dir).unwrap();
+        for i in 0..tables {
+            let name = dir.join(format!("{i:06}.sst"));
+            files::write_synced(fs, &name, format!("table {i}").as_bytes()).unwrap();
+        }
+        let packed = PackedDir::open(Arc::new(fs.clone()), dir.clone()).unwrap();
+        let mut bytes = vec![0; packed.len() as usize];
+        packed.read_exact_at(&mut bytes, 0).unwrap();
+        bytes
+    }
+
+    /// A snapshot read whole, as openraft sends it, in chunks.
+    async fn read_whole(snapshot: &mut Snapshot<TypeConfig>, each: impl Fn()) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let (mut bytes, mut chunk) = (Vec::new(), vec![0; 4096]);
+        loop {
+            let n = snapshot.snapshot.read(&mut chunk).await.unwrap();
+            if n == 0 {
+                return bytes;
+            }
+            bytes.extend_from_slice(&chunk[..n]);
+            each();
+        }
+    }
+
+    /// Past about 500 tables, a snapshot that opened all its files at once
+    /// ran a node out of its 1,024 descriptors: every file is opened only
+    /// while it is read.
+    #[test]
+    fn a_snapshot_of_many_tables_is_sent_with_one_file_open() {
+        let fs = FaultInjectionFs::new();
+        runtime().block_on(async {
+            let dir = PathBuf::from("/node/snapshots");
+            let snapshots = Arc::new(Snapshots::open(Arc::new(fs.clone()), dir).unwrap());
+            let stream = stream_of(&fs, 600);
+            let mut file = snapshots.receive().unwrap();
+            file.write_all(&stream).await.unwrap();
+            let n = file.finish().await.unwrap();
+            snapshots.save(n, &meta(7)).await.unwrap();
+            let base = fs.open_files();
+            fs.limit_open_files(Some(base + 1));
+            let mut current = snapshots.current().await.unwrap().unwrap();
+            let most = std::sync::atomic::AtomicUsize::new(0);
+            let sent = read_whole(&mut current, || {
+                most.fetch_max(fs.open_files() - base, Ordering::Relaxed);
+            })
+            .await;
+            fs.limit_open_files(None);
+            assert!(sent == stream, "the snapshot sent is not what was saved");
+            assert!(most.into_inner() <= 1);
+            drop(current);
+            assert_eq!(fs.open_files(), base);
+        });
+    }
+
+    /// A snapshot that a newer one replaces while it is sent is still sent
+    /// whole (its files are opened as they are read), and deleted once the
+    /// transfer is done.
+    #[test]
+    fn a_snapshot_replaced_while_it_is_sent_is_still_sent_whole() {
+        let fs = FaultInjectionFs::new();
+        let exists = |path: PathBuf| files::is_dir(&fs, &path);
+        runtime().block_on(async {
+            let dir = PathBuf::from("/node/snapshots");
+            let snapshots = Arc::new(Snapshots::open(Arc::new(fs.clone()), dir).unwrap());
+            let stream = stream_of(&fs, 20);
+            let mut file = snapshots.receive().unwrap();
+            file.write_all(&stream).await.unwrap();
+            let old = file.finish().await.unwrap();
+            snapshots.save(old, &meta(5)).await.unwrap();
+            let mut sending = snapshots.current().await.unwrap().unwrap();
+            let mut second = snapshots.current().await.unwrap().unwrap();
+            let (newer, _) = saved(&fs, &snapshots, 9).await;
+            assert_eq!(snapshots.current_meta().unwrap().unwrap().0, newer);
+            assert!(read_whole(&mut sending, || {}).await == stream);
+            drop(sending);
+            assert!(exists(snapshots.path(old)), "deleted under a reader");
+            assert!(read_whole(&mut second, || {}).await == stream);
+            drop(second);
+            let start = std::time::Instant::now();
+            while exists(snapshots.path(old)) {
+                assert!(start.elapsed() < std::time::Duration::from_secs(10));
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        });
+    }
+
+    /// A file system that runs a hook once, at the first open of a
+    /// snapshot's metadata.
+    struct Hooked {
+        fs: FaultInjectionFs,
+        #[allow(clippy::type_complexity)]
+        hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    }
+
+    impl std::fmt::Debug for Hooked {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Hooked")
+        }
+    }
+
+    impl FileSystem for Hooked {
+        fn create_dir_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
+            self.fs.create_dir_all(dir)
+        }
+        fn create(
+            &self,
+            path: &std::path::Path,
+        ) -> std::io::Result<Box<dyn siftdb::fs::WritableFile>> {
+            self.fs.create(path)
+        }
+        fn open(
+            &self,
+            path: &std::path::Path,
+        ) -> std::io::Result<Arc<dyn siftdb::fs::ReadableFile>> {
+            if path.extension().is_some_and(|e| e == "meta") {
+                let hook = self.hook.lock().unwrap().take();
+                if let Some(hook) = hook {
+                    hook();
+                }
+            }
+            self.fs.open(path)
+        }
+        fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+            self.fs.rename(from, to)
+        }
+        fn hard_link(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+            self.fs.hard_link(from, to)
+        }
+        fn remove(&self, path: &std::path::Path) -> std::io::Result<()> {
+            self.fs.remove(path)
+        }
+        fn remove_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+            self.fs.remove_dir(dir)
+        }
+        fn list(&self, dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+            self.fs.list(dir)
+        }
+        fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+            self.fs.sync_dir(dir)
+        }
+        fn try_lock(
+            &self,
+            path: &std::path::Path,
+        ) -> std::io::Result<Option<Box<dyn siftdb::fs::LockGuard>>> {
+            self.fs.try_lock(path)
+        }
+    }
+
+    /// A build saves its snapshot, then opens it to send; an install that
+    /// made a newer one current in between deleted it, and the build
+    /// failed, which stops a node. The install runs as soon as it can take
+    /// the lock `CURRENT` changes under.
+    #[test]
+    fn an_install_during_a_build_leaves_the_build_its_snapshot() {
+        let fs = FaultInjectionFs::new();
+        let hooked = Arc::new(Hooked {
+            fs: fs.clone(),
+            hook: std::sync::Mutex::default(),
+        });
+        let node_fs: Fs = Arc::clone(&hooked) as Fs;
+        runtime().block_on(async {
+            let dir = PathBuf::from("/node/snapshots");
+            let snapshots = Arc::new(Snapshots::open(Arc::clone(&node_fs), dir).unwrap());
+            let settings = DataSettings::default();
+            let db = open_data(&node_fs, std::path::Path::new("/node/sm/1"), &settings).unwrap();
+            db.insert(b"k", b"v").unwrap();
+            // The install: received already, saved when it gets the lock.
+            let mut file = snapshots.receive().unwrap();
+            file.write_all(&stream(&fs, 100)).await.unwrap();
+            let installed = file.finish().await.unwrap();
+            let waited = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (racer, waits) = (Arc::clone(&snapshots), Arc::clone(&waited));
+            *hooked.hook.lock().unwrap() = Some(Box::new(move || match racer.saving.try_lock() {
+                Ok(_saving) => {
+                    assert_eq!(racer.save_now(installed, &meta(100)).unwrap(), installed)
+                }
+                Err(_) => waits.store(true, Ordering::Relaxed),
+            }));
+            let built = snapshots.build(Arc::new(db), settings).await;
+            let mut built = built.expect("the build fails");
+            if waited.load(Ordering::Relaxed) {
+                assert_eq!(
+                    snapshots.save(installed, &meta(100)).await.unwrap(),
+                    installed
+                );
+            }
+            // The build's snapshot is sent whole, replaced or not.
+            let bytes = read_whole(&mut built, || {}).await;
+            let mut archive = tar::Archive::new(&bytes[..]);
+            assert!(archive.entries().unwrap().count() > 0);
+            assert_eq!(
+                snapshots.current_meta().unwrap().unwrap(),
+                (installed, meta(100))
+            );
         });
     }
 

@@ -246,7 +246,7 @@ mod tests {
         fs.create_dir_all(Path::new("/from")).unwrap();
         let table: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
         crate::files::write_synced(&fs, Path::new("/from/000001.sst"), &table).unwrap();
-        let packed = PackedDir::open(&fs, Path::new("/from")).unwrap();
+        let packed = PackedDir::open(Arc::new(fs.clone()), PathBuf::from("/from")).unwrap();
         let mut stream = vec![0; packed.len() as usize];
         packed.read_exact_at(&mut stream, 0).unwrap();
         (fs, packed, stream)

@@ -401,8 +401,23 @@ impl DataSettings {
 
 /// Opens a generation of the database on `fs`, as `settings` say.
 pub(crate) fn open_data(fs: &Fs, dir: &Path, settings: &DataSettings) -> siftdb::Result<Db> {
-    let builder = Db::builder(dir)
-        .file_system(Arc::clone(fs))
+    open_data_with(fs, dir, settings, None)
+}
+
+/// [`open_data`], holding at most `max_open_files` table files open (`None`:
+/// the engine's default).
+pub(crate) fn open_data_with(
+    fs: &Fs,
+    dir: &Path,
+    settings: &DataSettings,
+    max_open_files: Option<usize>,
+) -> siftdb::Result<Db> {
+    let builder = Db::builder(dir).file_system(Arc::clone(fs));
+    let builder = match max_open_files {
+        Some(files) => builder.max_open_files(files),
+        None => builder,
+    };
+    let builder = builder
         .memtable_bytes(settings.memtable_bytes)
         .max_immutable_memtables(1)
         .block_cache_bytes(settings.cache_bytes);
