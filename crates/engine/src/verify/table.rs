@@ -10,6 +10,7 @@ use std::sync::Arc;
 use sift_filter::{Filter, KeyHash, StandardBloom};
 
 use super::Findings;
+use crate::error::Error;
 use crate::key::{ValueKind, user_key_of};
 use crate::manifest::TableMeta;
 use crate::sstable::BlockFilters;
@@ -83,11 +84,33 @@ pub(super) fn check(
         check_meta(table, meta, out);
     }
     if let Err(err) = file.verify() {
+        // `verify` stops at the first problem; every other data block that
+        // cannot be read is named too, so one run shows all the damage.
+        let first = match &err {
+            Error::Corruption { offset, .. } => Some(*offset),
+            _ => None,
+        };
+        out.error(err, path);
         // The leaves are read from the same blocks: checking them would
         // meet the same damage again.
-        return out.error(err, path);
+        return other_unreadable_blocks(table, first, out);
     }
     check_leaves(table, leaves, out);
+}
+
+/// Reports every data block of `table` that cannot be read (its checksum,
+/// its decoding), but the one at offset `first`, already reported.
+fn other_unreadable_blocks(table: &Table, first: Option<u64>, out: &mut Findings) {
+    let Ok(index) = table.index() else { return };
+    for at in 0..index.len() {
+        let offset = table.block_offset(at);
+        if Some(offset) == first {
+            continue;
+        }
+        if let Err(err) = table.read_data_block(at) {
+            out.error(err, table.path());
+        }
+    }
 }
 
 /// Reports where the table's properties disagree with the manifest.

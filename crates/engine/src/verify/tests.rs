@@ -303,3 +303,36 @@ fn a_wal_alone_is_an_interrupted_creation() {
     assert_eq!(report.logs, 1);
     assert!(report.notes.iter().any(|n| n.contains("interrupted")));
 }
+
+/// `verify` named only the first damaged block of a table; every damaged
+/// data block is named now.
+#[test]
+fn every_damaged_block_of_a_table_is_named() {
+    let fs = FaultInjectionFs::new();
+    let db = builder(&fs).block_bytes(256).open().unwrap();
+    for i in 0..400u32 {
+        db.insert(format!("k{i:04}"), format!("value {i}")).unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let path = names(&fs, ".sst").pop().unwrap();
+    let offsets: Vec<u64> = {
+        let file = crate::sstable::TableFile::open_in(&fs, &path).unwrap();
+        let table = file.table();
+        let blocks = table.index().unwrap().len();
+        assert!(blocks > 10, "{blocks} blocks");
+        [1, blocks / 2, blocks - 1]
+            .iter()
+            .map(|&at| table.block_offset(at))
+            .collect()
+    };
+    let mut bytes = fs.contents(&path).unwrap();
+    for &offset in &offsets {
+        bytes[offset as usize + 3] ^= 0x5a;
+    }
+    fs.set_contents(&path, bytes).unwrap();
+    let report = check(&fs);
+    let named: Vec<Option<u64>> = report.problems.iter().map(|p| p.offset).collect();
+    let wanted: Vec<Option<u64>> = offsets.iter().copied().map(Some).collect();
+    assert_eq!(named, wanted, "{:?}", report.problems);
+}
