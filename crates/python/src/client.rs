@@ -23,7 +23,7 @@ pub struct Client {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (addrs, *, retry_for=10.0))]
+    #[pyo3(signature = (addrs, *, retry_for=30.0))]
     fn new(addrs: Bound<'_, PyAny>, retry_for: f64) -> PyResult<Self> {
         let addrs: Vec<String> = if let Ok(one) = addrs.extract::<String>() {
             vec![one]

@@ -52,10 +52,14 @@ pub struct NodeOptions {
 }
 
 /// The default heartbeat interval, in milliseconds. openraft gives each
-/// AppendEntries message this long: the largest message (a command of
-/// [`crate::MAX_COMMAND_BYTES`]) took 1.1 s to send, sync and answer with
-/// three nodes on 2 loaded cores.
-pub const DEFAULT_HEARTBEAT_MS: u64 = 1500;
+/// AppendEntries message this long, and a follower elects a new leader
+/// after about 3 to 4.5 times it without one (see [`NodeOptions::heartbeat`]):
+/// at 1,000 ms, failover took 2.4-3.9 s on 2 loaded cores
+/// (`tests/failover.rs`). A message holding a value at the engine's limit
+/// (64 MiB) took 0.86-1.15 s to send, sync and answer with three nodes on
+/// 2 loaded cores: past this interval, so such values need a longer one
+/// (1,500 ms: `NodeOptions::heartbeat`, `sift serve --heartbeat-ms`).
+pub const DEFAULT_HEARTBEAT_MS: u64 = 1000;
 
 /// How long a leader waits for the answer to a snapshot's chunk (openraft
 /// 0.9 gives every chunk the same time). The last one is answered once the
@@ -89,21 +93,32 @@ impl NodeOptions {
         .heartbeat(DEFAULT_HEARTBEAT_MS)
     }
 
-    /// Sets the heartbeat interval to `ms`, and the election timeout
-    /// between 3 and 6 times it.
+    /// Sets the heartbeat interval to `ms`, and the election timeout from
+    /// `ms` plus a quarter of it (at least 200 ms) to that plus as much
+    /// again.
+    ///
+    /// openraft 0.9 elects only after a follower has heard nothing from
+    /// its leader for the leader's lease (the election timeout's maximum)
+    /// *and* then its election timeout, and checks that on a timer that
+    /// ticks every 1.5 intervals, which also sends the heartbeats. So a
+    /// follower waits from `min + max` to 2 maxima of silence, and failover takes,
+    /// from the leader's last heartbeat, between `min + max` and
+    /// `2 max + 1.5 ms` plus a vote: at the default 1,000 ms, 2.75-4.5 s
+    /// (3 to 6 times the interval, as this set before, took 13.5-18 s at
+    /// 1.5 s). A follower that hears a heartbeat every 1.5 intervals has
+    /// more than 1.8 of those of room before it elects.
     ///
     /// The interval is also how long one AppendEntries message may take:
     /// it must cover sending the largest command to a follower and its
-    /// synced write there. A follower hears nothing while such a message
-    /// is under way, so the election timeout leaves room for one interval
-    /// of waiting and one of sending. Lower it for faster failover when
-    /// commands are small: the fault test runs 1 MiB values at 200 ms, the
-    /// other cluster tests small ones at 50 ms.
+    /// synced write there (1,500 ms for a 64 MiB value). Lower it for
+    /// faster failover when commands are small: the fault test runs 1 MiB
+    /// values at 200 ms, the other cluster tests small ones at 50 ms.
     #[must_use]
     pub fn heartbeat(mut self, ms: u64) -> Self {
+        let margin = (ms / 4).max(200);
         self.config.heartbeat_interval = ms;
-        self.config.election_timeout_min = ms.saturating_mul(3);
-        self.config.election_timeout_max = ms.saturating_mul(6);
+        self.config.election_timeout_min = ms.saturating_add(margin);
+        self.config.election_timeout_max = ms.saturating_add(margin.saturating_mul(2));
         self
     }
 

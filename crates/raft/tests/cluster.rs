@@ -322,9 +322,16 @@ async fn a_large_scan_or_find_comes_in_bounded_pages_through_a_follower() {
     assert_eq!(limited[12].value, value(24));
 }
 
+/// The heartbeat interval that fits a message holding a value at the
+/// engine's limit (`docs/replication.md`).
+const LARGE_VALUE_HEARTBEAT_MS: u64 = 1500;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_value_at_the_engines_limit_commits_without_an_election() {
-    let cluster = Cluster::start_with(10_000, sift_raft::DEFAULT_HEARTBEAT_MS).await;
+    // A message of 64 MiB takes 0.86-1.15 s on 2 loaded cores: past the
+    // default interval (1 s, for failover in seconds), so values this
+    // large need a longer one.
+    let cluster = Cluster::start_with(10_000, LARGE_VALUE_HEARTBEAT_MS).await;
     let leader = cluster.leader().await;
     let term = cluster.status(leader).term;
     let follower = *cluster.nodes.keys().find(|id| **id != leader).unwrap();
