@@ -9,6 +9,7 @@
 //! had in flight (its active group) may be there or not, but all of it or
 //! none of it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
@@ -44,7 +45,19 @@ pub struct Checked {
 /// cannot be read or written.
 pub fn after_reopen(dir: &Path, threads: u32, keys: u32, sink: &Sink) -> anyhow::Result<Checked> {
     let path = super::db_path(dir);
+    let read_only = read_only_view(&path, sink)?;
     let db = model::open_db(&path).context("cannot reopen the database")?;
+    if everything(&db)? != read_only {
+        sink.record(
+            &Divergence::new(
+                "read-only open",
+                path.display().to_string(),
+                "what the writable reopen reads",
+                "other keys or values",
+            )
+            .to_string(),
+        );
+    }
     let mut checked = Checked::default();
     for thread in 0..threads {
         let space = Space { thread, keys };
@@ -91,6 +104,45 @@ pub fn after_reopen(dir: &Path, threads: u32, keys: u32, sink: &Sink) -> anyhow:
         );
     }
     Ok(checked)
+}
+
+/// Every key and value of `db`.
+fn everything(db: &Db) -> siftdb::Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    db.range::<&[u8], _>(..).collect()
+}
+
+/// Every file of the directory and its size.
+fn listing(path: &Path) -> anyhow::Result<BTreeMap<std::ffi::OsString, u64>> {
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(path).context("cannot list the database")? {
+        let entry = entry?;
+        files.insert(entry.file_name(), entry.metadata()?.len());
+    }
+    Ok(files)
+}
+
+/// What a read-only open of the killed database reads (it recovers the
+/// WAL into memory); a divergence if the open changed the directory.
+fn read_only_view(path: &Path, sink: &Sink) -> anyhow::Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let before = listing(path)?;
+    let db = model::builder(path)
+        .read_only(true)
+        .open()
+        .context("cannot open the database read-only")?;
+    let all = everything(&db)?;
+    drop(db);
+    if listing(path)? != before {
+        sink.record(
+            &Divergence::new(
+                "read-only open",
+                path.display().to_string(),
+                "the directory left as it was",
+                "files changed",
+            )
+            .to_string(),
+        );
+    }
+    Ok(all)
 }
 
 /// Every key by point read, the whole key range by scan both ways, and

@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::Path;
 
 use sift_filter::mix64;
-use siftdb::{CompactionStyle, Db, Extractor, IndexDef};
+use siftdb::{CompactionStyle, Db, DbBuilder, Extractor, IndexDef};
 
 /// Name of the value index over the values' tag column.
 pub const INDEX: &str = "tag";
@@ -37,6 +37,11 @@ pub const INDEX_DIGITS: usize = 5;
 /// and each level 4x the one above, so a few thousand keys per thread fill
 /// two or three levels.
 pub fn open_db(path: &Path) -> siftdb::Result<Db> {
+    builder(path).open()
+}
+
+/// The builder [`open_db`] opens with.
+pub fn builder(path: &Path) -> DbBuilder {
     Db::builder(path)
         .memtable_bytes(64 << 10)
         .table_target_bytes(64 << 10)
@@ -48,7 +53,6 @@ pub fn open_db(path: &Path) -> siftdb::Result<Db> {
             l1_bytes: 256 << 10,
         })
         .value_index(IndexDef::new(INDEX, Extractor::delimited(2, b';')))
-        .open()
 }
 
 /// The key-space of one thread.
