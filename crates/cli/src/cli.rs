@@ -106,10 +106,10 @@ pub struct ServeArgs {
     /// cluster index add` defines one on every node through the log instead.
     #[arg(long = "index", value_name = "NAME=FIELD")]
     pub indexes: Vec<String>,
-    /// Heartbeat interval in milliseconds; elections wait 3 to 6 times it.
-    /// It is also the time one replication message may take, so it must
-    /// cover sending the largest write to a follower (the default fits a
-    /// 64 MiB value); lower it for faster failover when writes are small.
+    /// Heartbeat interval in milliseconds (default 1,000: a new leader
+    /// within about 3 to 4.5 s of a failure). It is also the time one
+    /// replication message may take, so it must cover sending the largest
+    /// write to a follower: give 1500 for values near the 64 MiB limit.
     #[arg(long, value_name = "MS", default_value_t = sift_raft::DEFAULT_HEARTBEAT_MS)]
     pub heartbeat_ms: u64,
     /// Build a snapshot every N applied entries and keep N entries of log
