@@ -474,14 +474,25 @@ fn read_commands_never_write_and_a_damaged_wal_is_kept() {
     ];
     for args in reads {
         let run = sift.run(args);
-        assert!(run.stderr.contains("WAL recovery dropped records"), "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("WAL recovery dropped records"),
+            "{args:?}: {}",
+            run.stderr
+        );
         run.ok();
-        assert!(snapshot(&sift.db()) == before, "sift {args:?} changed the database");
+        assert!(
+            snapshot(&sift.db()) == before,
+            "sift {args:?} changed the database"
+        );
     }
     sift.run(&["put", "new", "v"]).ok();
     let name = wal.file_name().unwrap().to_str().unwrap();
     let kept = sift.db().join(format!("{name}.damaged"));
-    assert_eq!(std::fs::read(kept).unwrap(), bytes, "the damaged WAL was not kept");
+    assert_eq!(
+        std::fs::read(kept).unwrap(),
+        bytes,
+        "the damaged WAL was not kept"
+    );
 }
 
 #[test]
