@@ -4,16 +4,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arc_swap::ArcSwapOption;
-use pyo3::exceptions::PyKeyError;
+use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use siftdb::{Compression, Extractor, InMemory, IndexDef, WriteOptions};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
+use siftdb::{Extractor, InMemory, IndexDef, WriteOptions};
 
 use crate::batch::WriteBatch;
 use crate::bytes::{Data, bytes_or, to_bytes};
-use crate::errors::{ClosedError, invalid, to_py};
+use crate::closing::{Children, Open, Slot};
+use crate::errors::{invalid, to_py};
 use crate::iter::{Entries, Yields};
+use crate::open::Options;
 use crate::read::{Reader, Span, find};
 use crate::snapshot::Snapshot;
 use crate::stats::{db_stats, index_info, verify_report};
@@ -23,42 +24,36 @@ use crate::txn::Transaction;
 /// `bytes` (`str` is accepted and stored as UTF-8).
 ///
 /// `Db(path, **options)` opens the database in directory `path`, creating
-/// it if needed. Use it as a context manager, or call `close()`: the
-/// directory is released once the handle and every snapshot, iterator and
-/// transaction made from it are gone.
+/// it if needed. Use it as a context manager, or call `close()`: that
+/// releases the directory at once, and the snapshots, iterators and
+/// transactions made from it raise `ClosedError` from then on. A handle
+/// never closed is closed when it and all of those are garbage-collected.
 ///
 /// `len(db)` is not offered: the count of live keys is not kept, and
 /// counting them reads the whole store (`sum(1 for _ in db.keys())` does
 /// that, and says so).
 #[pyclass(module = "siftdb", frozen)]
 pub struct Db {
-    handle: ArcSwapOption<siftdb::Db>,
+    handle: Slot<siftdb::Db>,
+    /// The snapshots, transactions and iterators made from it, which
+    /// `close()` ends (each pins the engine's database). Shared with the
+    /// snapshots, which add the iterators read from them.
+    children: Arc<Children>,
     path: PathBuf,
+    read_only: bool,
 }
 
 impl Db {
     /// The open engine handle, or `ClosedError`. A call holds it until it
     /// returns (a `close()` meanwhile ends the database after it).
-    pub fn handle(&self) -> PyResult<Open> {
-        let guard = self.handle.load();
-        if guard.is_none() {
-            return Err(ClosedError::new_err("the database is closed"));
-        }
-        Ok(Open(guard))
+    pub fn handle(&self) -> PyResult<Open<siftdb::Db>> {
+        self.handle.load()
     }
-}
 
-/// An open handle, borrowed for one call without touching the `Arc`'s
-/// count (which every thread's calls would contend on).
-pub struct Open(arc_swap::Guard<Option<Arc<siftdb::Db>>>);
-
-impl std::ops::Deref for Open {
-    type Target = siftdb::Db;
-
-    fn deref(&self) -> &siftdb::Db {
-        self.0
-            .as_deref()
-            .unwrap_or_else(|| unreachable!("`Db::handle` makes an `Open` only of a database"))
+    /// `entries`, made from this database, which its `close()` ends.
+    fn adopt(&self, entries: Entries) -> PyResult<Entries> {
+        self.children.adopt(entries.child())?;
+        Ok(entries)
     }
 }
 
@@ -78,11 +73,19 @@ impl Db {
     /// False), `compression` (`"none"` or `"lz4"`), `background_threads`
     /// (flush and compact on background threads; default True) and
     /// `compaction_threads`.
+    ///
+    /// Modes: `read_only=True` opens without changing anything in the
+    /// directory and without taking its lock, so a database another
+    /// handle or process holds opens too, as of its files now; every change
+    /// raises `ReadOnlyError`. `create_if_missing=False` refuses a
+    /// directory without a database (`InvalidArgumentError`) instead of
+    /// creating one; a read-only open never creates.
     #[new]
     #[pyo3(signature = (
         path, *, memtable_bytes=None, block_cache_bytes=None, filter_memory_bytes=None,
         table_target_bytes=None, block_bytes=None, max_open_files=None, sync_writes=None,
         compression=None, background_threads=None, compaction_threads=None,
+        read_only=false, create_if_missing=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -91,60 +94,40 @@ impl Db {
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        memtable_bytes: Option<usize>,
-        block_cache_bytes: Option<u64>,
-        filter_memory_bytes: Option<u64>,
-        table_target_bytes: Option<u64>,
-        block_bytes: Option<usize>,
-        max_open_files: Option<usize>,
+        memtable_bytes: Option<i128>,
+        block_cache_bytes: Option<i128>,
+        filter_memory_bytes: Option<i128>,
+        table_target_bytes: Option<i128>,
+        block_bytes: Option<i128>,
+        max_open_files: Option<i128>,
         sync_writes: Option<bool>,
         compression: Option<&str>,
         background_threads: Option<bool>,
-        compaction_threads: Option<usize>,
+        compaction_threads: Option<i128>,
+        read_only: bool,
+        create_if_missing: Option<bool>,
     ) -> PyResult<Self> {
-        let mut builder = siftdb::Db::builder(&path);
-        if let Some(bytes) = memtable_bytes {
-            builder = builder.memtable_bytes(bytes);
+        let builder = Options {
+            memtable_bytes,
+            block_cache_bytes,
+            filter_memory_bytes,
+            table_target_bytes,
+            block_bytes,
+            max_open_files,
+            sync_writes,
+            compression,
+            background_threads,
+            compaction_threads,
+            read_only,
+            create_if_missing,
         }
-        if let Some(bytes) = block_cache_bytes {
-            builder = builder.block_cache_bytes(bytes);
-        }
-        if let Some(bytes) = filter_memory_bytes {
-            builder = builder.filter_memory_bytes(bytes);
-        }
-        if let Some(bytes) = table_target_bytes {
-            builder = builder.table_target_bytes(bytes);
-        }
-        if let Some(bytes) = block_bytes {
-            builder = builder.block_bytes(bytes);
-        }
-        if let Some(files) = max_open_files {
-            builder = builder.max_open_files(files);
-        }
-        if let Some(sync) = sync_writes {
-            builder = builder.sync_writes(sync);
-        }
-        if let Some(name) = compression {
-            builder = builder.compression(match name {
-                "none" => Compression::None,
-                "lz4" => Compression::Lz4,
-                other => {
-                    return Err(invalid(format!(
-                        "compression {other:?}: expected \"none\" or \"lz4\""
-                    )));
-                }
-            });
-        }
-        if let Some(enabled) = background_threads {
-            builder = builder.background_threads(enabled);
-        }
-        if let Some(threads) = compaction_threads {
-            builder = builder.compaction_threads(threads);
-        }
+        .builder(&path)?;
         let db = py.detach(|| builder.open()).map_err(to_py)?;
         Ok(Self {
-            handle: ArcSwapOption::from_pointee(db),
+            handle: Slot::new(db, "the database is closed"),
+            children: Arc::default(),
             path,
+            read_only,
         })
     }
 
@@ -157,20 +140,36 @@ impl Db {
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.handle.load().is_none()
+        self.handle.is_closed()
     }
 
-    /// Closes the database: background work ends and the WAL is synced.
+    /// Whether it was opened with `read_only=True`.
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Closes the database: background work ends, the WAL is synced, and
+    /// the directory's lock and files are released, even while snapshots,
+    /// transactions or iterators made from it are still referenced (they
+    /// raise `ClosedError` from then on; a transaction is rolled back).
     /// Later calls raise `ClosedError`; closing twice does nothing.
     fn close(&self, py: Python<'_>) {
-        if let Some(db) = self.handle.swap(None) {
-            // Dropping the last handle joins the background threads.
-            py.detach(move || drop(db));
-        }
+        let db = self.handle.take();
+        py.detach(|| {
+            // The children first: each holds the engine's database, which
+            // lets go of the directory when the last of them is dropped.
+            self.children.close_all();
+            // Dropping the handle joins the background threads.
+            drop(db);
+        });
     }
 
-    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
+    /// The database itself; `ClosedError` if it was closed (a `with`
+    /// block would otherwise run on a handle that refuses every call).
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().handle()?;
+        Ok(slf)
     }
 
     #[pyo3(signature = (*_exc))]
@@ -243,13 +242,15 @@ impl Db {
     }
 
     /// The values of `keys` (`None` where there is none), in their order,
-    /// read together.
+    /// read together. `keys` is an iterable of keys: a single `str` or
+    /// `bytes` is refused, not read as its characters or bytes.
     fn multi_get<'py>(
         &self,
         py: Python<'py>,
         keys: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let db = self.handle()?;
+        refuse_single_key(&keys)?;
         let objects: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
         let keys: Vec<Data<'_>> = objects
             .iter()
@@ -310,7 +311,7 @@ impl Db {
     /// A consistent view as of now: `get`, `[]`, `in`, `items()` and
     /// `find()` see no later write.
     fn snapshot(&self) -> PyResult<Snapshot> {
-        Ok(Snapshot::new(self.handle()?.snapshot()))
+        Snapshot::adopted(self.handle()?.snapshot(), &self.children)
     }
 
     /// A batch of writes applied atomically: on leaving its `with` block
@@ -325,7 +326,7 @@ impl Db {
     /// its own writes; `commit()` raises `ConflictError` if another commit
     /// wrote what it read or wrote since. `siftdb.run_transaction` retries.
     fn transaction(&self) -> PyResult<Transaction> {
-        Ok(Transaction::new(self.handle()?.transaction()))
+        Transaction::adopted(self.handle()?.transaction(), &self.children)
     }
 
     /// The records whose value holds `value` by value index `index`, in key
@@ -342,11 +343,12 @@ impl Db {
         method: Option<&str>,
     ) -> PyResult<Entries> {
         let db = self.handle()?;
-        find(py, &*db, index, &value, limit, method)
+        self.adopt(find(py, &*db, index, &value, limit, method)?)
     }
 
-    /// Adds value index `name`: over JSON field `field` (a name, or a JSON
-    /// Pointer such as `/user/name`), over column `column` of delimited
+    /// Adds value index `name`: over JSON field `field` (a top-level name,
+    /// or a JSON Pointer such as `/user/name` for a nested one; a dotted
+    /// name is refused as ambiguous), over column `column` of delimited
     /// records, or over the whole value when neither is given. Existing
     /// tables are indexed in the background; `wait=True` (the default)
     /// returns once they all are.
@@ -362,7 +364,7 @@ impl Db {
     ) -> PyResult<()> {
         let extractor = match (field, column) {
             (Some(_), Some(_)) => return Err(invalid("give field or column, not both")),
-            (Some(field), None) => Extractor::json_field(Extractor::pointer_of(field)),
+            (Some(field), None) => Extractor::json_field(json_pointer(field)?),
             (None, Some(column)) => {
                 let &[separator] = separator.as_bytes() else {
                     return Err(invalid(format!(
@@ -451,8 +453,42 @@ impl Db {
         yields: Yields,
     ) -> PyResult<Entries> {
         let db = self.handle()?;
-        Ok(span(start, stop, prefix, reverse).scan(&*db, yields))
+        self.adopt(span(start, stop, prefix, reverse).scan(&*db, yields))
     }
+}
+
+/// Refuses a `str`, `bytes` or `bytearray` where an iterable of keys is
+/// expected: iterating one would look up each character or byte.
+fn refuse_single_key(keys: &Bound<'_, PyAny>) -> PyResult<()> {
+    if keys.is_instance_of::<PyString>()
+        || keys.is_instance_of::<PyBytes>()
+        || keys.is_instance_of::<PyByteArray>()
+    {
+        return Err(PyTypeError::new_err(format!(
+            "multi_get takes an iterable of keys, not a single key ({}): use get, or [key]",
+            keys.get_type().name()?
+        )));
+    }
+    Ok(())
+}
+
+/// The JSON Pointer of `add_index(field=...)`: a pointer as given, a name
+/// as the top-level field of that name. A dotted name is refused: a user
+/// may mean a nested field (which the engine would not look into) or a
+/// field whose name holds a dot, and guessing wrong indexes nothing.
+fn json_pointer(field: &str) -> PyResult<String> {
+    if field.starts_with('/') || !field.contains('.') {
+        return Ok(Extractor::pointer_of(field));
+    }
+    let nested: String = field
+        .split('.')
+        .map(|part| format!("/{}", part.replace('~', "~0").replace('/', "~1")))
+        .collect();
+    Err(invalid(format!(
+        "field {field:?}: a dotted name is ambiguous; give a JSON Pointer: {nested:?} for the \
+         nested field, or {:?} for a top-level field of that name",
+        Extractor::pointer_of(field)
+    )))
 }
 
 /// The span of a scan's arguments.

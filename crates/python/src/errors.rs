@@ -3,9 +3,10 @@
 //! engine names a file (and an offset), the exception carries them as
 //! attributes, `path` and `offset`; a conflict carries its `key`.
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyOSError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyType};
 use pyo3::{PyErr, create_exception};
 use sift_raft::{ReadError, WriteError};
 
@@ -21,12 +22,30 @@ create_exception!(
     SiftError,
     "Bytes read back are not what Sift wrote; `path` and `offset` say where."
 );
-create_exception!(
-    siftdb,
-    SiftIOError,
-    SiftError,
-    "The operating system refused an operation on `path`."
-);
+/// `SiftIOError`: a `SiftError` and an `OSError` both, so that `except
+/// OSError` catches it. `create_exception!` gives a class one base, so this
+/// one is made as Python's `class` statement would make it.
+static SIFT_IO_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+const SIFT_IO_ERROR_DOC: &str = "The operating system refused an operation on `path`. \
+    An OSError too: `errno` and `filename` say what it reported, where it gave an error number.";
+
+/// The `SiftIOError` class, made at its first use.
+fn sift_io_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    SIFT_IO_ERROR
+        .get_or_try_init(py, || {
+            let namespace = PyDict::new(py);
+            namespace.set_item("__doc__", SIFT_IO_ERROR_DOC)?;
+            namespace.set_item("__module__", "siftdb")?;
+            let bases = (py.get_type::<SiftError>(), py.get_type::<PyOSError>());
+            let class = py
+                .get_type::<PyType>()
+                .call1(("SiftIOError", bases, namespace))?;
+            Ok(class.cast_into::<PyType>()?.unbind())
+        })
+        .map(|class| class.bind(py))
+}
+
 create_exception!(
     siftdb,
     InvalidArgumentError,
@@ -39,7 +58,18 @@ create_exception!(
     SiftError,
     "Another handle, in this process or another, has the database at `path` open."
 );
-create_exception!(siftdb, ClosedError, SiftError, "The database was closed.");
+create_exception!(
+    siftdb,
+    ClosedError,
+    SiftError,
+    "The database was closed (or the snapshot this was read from)."
+);
+create_exception!(
+    siftdb,
+    ReadOnlyError,
+    SiftError,
+    "The database at `path` was opened with read_only=True: it takes no writes, flushes, compactions or index changes."
+);
 create_exception!(
     siftdb,
     BackgroundError,
@@ -76,13 +106,14 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("SiftError", py.get_type::<SiftError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
-    m.add("SiftIOError", py.get_type::<SiftIOError>())?;
+    m.add("SiftIOError", sift_io_error(py)?)?;
     m.add(
         "InvalidArgumentError",
         py.get_type::<InvalidArgumentError>(),
     )?;
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("BackgroundError", py.get_type::<BackgroundError>())?;
     m.add("ConflictError", py.get_type::<ConflictError>())?;
     m.add("UnavailableError", py.get_type::<UnavailableError>())?;
@@ -96,8 +127,8 @@ pub fn to_py(error: siftdb::Error) -> PyErr {
     let message = error.to_string();
     Python::attach(|py| {
         let (exception, attributes): (PyErr, Vec<(&str, Py<PyAny>)>) = match error {
-            siftdb::Error::Io { path, .. } => (
-                SiftIOError::new_err(message),
+            siftdb::Error::Io { path, source } => (
+                io_error(py, message, &path, &source),
                 vec![("path", path_object(py, &path))],
             ),
             siftdb::Error::Corruption { path, offset, .. } => (
@@ -115,6 +146,10 @@ pub fn to_py(error: siftdb::Error) -> PyErr {
             siftdb::Error::InvalidArgument(_) => (InvalidArgumentError::new_err(message), vec![]),
             siftdb::Error::Locked { path } => (
                 LockedError::new_err(message),
+                vec![("path", path_object(py, &path))],
+            ),
+            siftdb::Error::ReadOnly { path } => (
+                ReadOnlyError::new_err(message),
                 vec![("path", path_object(py, &path))],
             ),
             siftdb::Error::Background(_) => (BackgroundError::new_err(message), vec![]),
@@ -135,6 +170,31 @@ pub fn to_py(error: siftdb::Error) -> PyErr {
         }
         exception
     })
+}
+
+/// A `SiftIOError`. With the operating system's error number it is made as
+/// Python makes an `OSError` (`errno`, `strerror`, `filename`, and the
+/// message `[Errno 2] No such file or directory: 'path'`); without one it
+/// carries the engine's message alone.
+fn io_error(
+    py: Python<'_>,
+    message: String,
+    path: &std::path::Path,
+    source: &std::io::Error,
+) -> PyErr {
+    let Ok(class) = sift_io_error(py) else {
+        return SiftError::new_err(message);
+    };
+    match source.raw_os_error() {
+        Some(code) => {
+            let strerror = py
+                .import("os")
+                .and_then(|os| os.call_method1("strerror", (code,)))
+                .map_or_else(|_| source.to_string(), |text| text.to_string());
+            PyErr::from_type(class.clone(), (code, strerror, path_object(py, path)))
+        }
+        None => PyErr::from_type(class.clone(), (message,)),
+    }
 }
 
 /// A path as Python's `str` (lossy for names that are not UTF-8).

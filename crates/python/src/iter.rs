@@ -3,12 +3,13 @@
 //! one by one.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::bytes::to_bytes;
+use crate::closing::Child;
 use crate::errors::to_py;
 use crate::stats::find_stats;
 
@@ -38,6 +39,8 @@ enum Source {
         find: siftdb::Find,
         left: Option<usize>,
     },
+    /// Dropped by its database's (or snapshot's) `close()`.
+    Closed,
 }
 
 impl Source {
@@ -54,6 +57,7 @@ impl Source {
                 }
                 next
             }
+            Source::Closed => None,
         }
     }
 }
@@ -72,6 +76,10 @@ struct State {
 impl State {
     /// The next entry, reading a batch ahead when none is.
     fn next(&mut self) -> siftdb::Result<Option<Entry>> {
+        // Every call after a close raises, not only the first.
+        if matches!(self.source, Source::Closed) {
+            return Err(siftdb::Error::Closed);
+        }
         if self.ahead.is_empty() && !self.ended {
             while self.ahead.len() < self.batch {
                 match self.source.next() {
@@ -96,24 +104,40 @@ impl State {
     }
 }
 
+/// The state, shared with the `close()` that may end it.
+struct Shared(Mutex<State>);
+
+impl Child for Shared {
+    /// Drops the source, and what was read ahead: an iterator of a closed
+    /// database yields nothing more, as its other objects.
+    fn close(&self) {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let source = std::mem::replace(&mut state.source, Source::Closed);
+        state.ahead.clear();
+        state.error = None;
+        drop(state);
+        drop(source);
+    }
+}
+
 /// An iterator over entries (`(key, value)` pairs, keys or values), read
 /// lazily in key order as of the moment it was made.
 #[pyclass(module = "siftdb", name = "EntryIterator", frozen)]
 pub struct Entries {
-    state: Mutex<State>,
+    state: Arc<Shared>,
     yields: Yields,
 }
 
 impl Entries {
     fn with(source: Source, yields: Yields) -> Self {
         Self {
-            state: Mutex::new(State {
+            state: Arc::new(Shared(Mutex::new(State {
                 source,
                 ahead: VecDeque::new(),
                 error: None,
                 ended: false,
                 batch: 8,
-            }),
+            }))),
             yields,
         }
     }
@@ -128,8 +152,13 @@ impl Entries {
         Self::with(Source::Find { find, left: limit }, Yields::Items)
     }
 
+    /// What its database's `close()` ends.
+    pub fn child(&self) -> Arc<dyn Child> {
+        self.state.clone()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -143,7 +172,7 @@ impl Entries {
         // What was read ahead is taken with the GIL held; the lock is only
         // ever waited for without it (a thread that holds it may be
         // reading, and needs the GIL back to finish).
-        let ready = match self.state.try_lock() {
+        let ready = match self.state.0.try_lock() {
             Ok(mut state) => state.ahead.pop_front(),
             Err(_) => None,
         };
@@ -166,12 +195,16 @@ impl Entries {
 
     /// What a search by value did so far, as a dict (`method`, the filters
     /// probed, the blocks read, ...); complete once it has been iterated to
-    /// its end. `None` for a scan.
+    /// its end. `None` for a scan. `ClosedError` once its database closed.
     fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let stats = py.detach(|| match &self.lock().source {
-            Source::Find { find, .. } => Some(*find.stats()),
-            Source::Scan(_) => None,
+            Source::Find { find, .. } => Ok(Some(*find.stats())),
+            Source::Scan(_) => Ok(None),
+            Source::Closed => Err(siftdb::Error::Closed),
         });
-        stats.map(|stats| find_stats(py, &stats)).transpose()
+        stats
+            .map_err(to_py)?
+            .map(|stats| find_stats(py, &stats))
+            .transpose()
     }
 }

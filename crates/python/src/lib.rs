@@ -6,9 +6,11 @@
 mod batch;
 mod bytes;
 mod client;
+mod closing;
 mod db;
 mod errors;
 mod iter;
+mod open;
 mod read;
 mod snapshot;
 mod stats;

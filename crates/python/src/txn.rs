@@ -1,12 +1,13 @@
 //! `siftdb.Transaction`: an optimistic serializable transaction.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::bytes::{Data, bytes_or, to_bytes};
+use crate::closing::{Child, Children, closed_error};
 use crate::db::span;
 use crate::errors::{invalid, to_py};
 
@@ -15,19 +16,48 @@ use crate::errors::{invalid, to_py};
 /// `ConflictError` if a key it read or wrote (or a range it scanned) was
 /// written by another commit since it began. As a context manager it
 /// commits when its block ends without an exception, and rolls back
-/// otherwise.
+/// otherwise. Its database's `close()` rolls it back: its calls then raise
+/// `ClosedError`.
 #[pyclass(module = "siftdb", frozen)]
 pub struct Transaction {
-    /// `None` once committed or rolled back. Only locked with the GIL
-    /// released: a thread holding it may be reading.
-    txn: Mutex<Option<siftdb::Transaction>>,
+    state: Arc<Shared>,
+}
+
+/// Where a transaction is. Only locked with the GIL released: a thread
+/// holding it may be reading.
+struct Shared(Mutex<State>);
+
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per transaction, always created open: boxing saves no memory"
+)]
+enum State {
+    Open(siftdb::Transaction),
+    /// Committed or rolled back.
+    Finished,
+    /// Rolled back by its database's `close()`.
+    Closed,
+}
+
+impl Child for Shared {
+    fn close(&self) {
+        let ended = std::mem::replace(&mut *self.lock(), State::Closed);
+        drop(ended);
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Transaction {
-    pub fn new(txn: siftdb::Transaction) -> Self {
-        Self {
-            txn: Mutex::new(Some(txn)),
-        }
+    /// A transaction that `parent` (its database's children) closes.
+    pub fn adopted(txn: siftdb::Transaction, parent: &Children) -> PyResult<Self> {
+        let state = Arc::new(Shared(Mutex::new(State::Open(txn))));
+        parent.adopt(state.clone())?;
+        Ok(Self { state })
     }
 
     /// Runs `work` on the open transaction with the GIL released.
@@ -36,17 +66,50 @@ impl Transaction {
         py: Python<'_>,
         work: impl FnOnce(&mut siftdb::Transaction) -> siftdb::Result<T> + Send,
     ) -> PyResult<T> {
-        let outcome = py.detach(|| self.lock().as_mut().map(work));
-        outcome.ok_or_else(finished)?.map_err(to_py)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<siftdb::Transaction>> {
-        self.txn.lock().unwrap_or_else(PoisonError::into_inner)
+        let outcome = py.detach(|| match &mut *self.state.lock() {
+            State::Open(txn) => Ok(work(txn)),
+            ended => Err(Ended::of(ended)),
+        });
+        outcome.map_err(Ended::error)?.map_err(to_py)
     }
 }
 
-fn finished() -> PyErr {
-    invalid("the transaction has already been committed or rolled back")
+/// Ends the transaction in `state`: the open one it was, if it was. The
+/// caller commits or drops it with the lock held, so that a `close()` of
+/// the database meanwhile waits for that.
+fn take(state: &mut State) -> Result<siftdb::Transaction, Ended> {
+    match std::mem::replace(state, State::Finished) {
+        State::Open(txn) => Ok(txn),
+        ended => {
+            let why = Ended::of(&ended);
+            *state = ended;
+            Err(why)
+        }
+    }
+}
+
+/// Why a transaction takes no more calls.
+#[derive(Clone, Copy)]
+enum Ended {
+    Finished,
+    Closed,
+}
+
+impl Ended {
+    /// Of a state that is not `Open`.
+    fn of(state: &State) -> Self {
+        match state {
+            State::Closed => Ended::Closed,
+            State::Open(_) | State::Finished => Ended::Finished,
+        }
+    }
+
+    fn error(self) -> PyErr {
+        match self {
+            Ended::Finished => invalid("the transaction has already been committed or rolled back"),
+            Ended::Closed => closed_error(),
+        }
+    }
 }
 
 #[pymethods]
@@ -126,14 +189,20 @@ impl Transaction {
     /// were written at. Raises `ConflictError` (nothing applied) if another
     /// commit got in the way: run the transaction again.
     fn commit(&self, py: Python<'_>) -> PyResult<u64> {
-        let outcome = py.detach(|| self.lock().take().map(siftdb::Transaction::commit));
-        outcome.ok_or_else(finished)?.map_err(to_py)
+        let outcome = py.detach(|| {
+            let mut state = self.state.lock();
+            take(&mut state).map(siftdb::Transaction::commit)
+        });
+        outcome.map_err(Ended::error)?.map_err(to_py)
     }
 
-    /// Drops the writes; nothing is applied.
+    /// Drops the writes; nothing is applied. Rolling back a transaction
+    /// that already ended (or whose database closed) does nothing.
     fn rollback(&self, py: Python<'_>) {
-        let txn = py.detach(|| self.lock().take());
-        drop(txn);
+        py.detach(|| {
+            let mut state = self.state.lock();
+            drop(take(&mut state));
+        });
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -142,7 +211,7 @@ impl Transaction {
 
     #[pyo3(signature = (*exc))]
     fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        let finished = py.detach(|| self.lock().is_none());
+        let finished = py.detach(|| matches!(*self.state.lock(), State::Finished));
         if finished {
             return Ok(false);
         }

@@ -1,6 +1,7 @@
 """Errors: closed and locked databases, damaged files, bad options; and the
 maintenance calls (stats, verify, checkpoint, compact)."""
 
+import errno
 import glob
 import os
 
@@ -21,7 +22,7 @@ def test_every_error_is_a_sift_error():
     for name in [
         "CorruptionError", "SiftIOError", "InvalidArgumentError", "LockedError",
         "ClosedError", "BackgroundError", "ConflictError", "UnavailableError",
-        "OutcomeUnknownError", "NodeFailedError",
+        "OutcomeUnknownError", "NodeFailedError", "ReadOnlyError",
     ]:
         assert issubclass(getattr(siftdb, name), siftdb.SiftError), name
 
@@ -93,6 +94,16 @@ def test_a_directory_that_cannot_be_created_is_an_io_error(tmp_path):
     with pytest.raises(siftdb.SiftIOError) as error:
         siftdb.Db(blocker / "db")
     assert error.value.path
+    # An OSError too, with what the operating system reported.
+    assert isinstance(error.value, OSError)
+    assert error.value.errno in (errno.ENOTDIR, errno.EEXIST)
+    assert error.value.filename == error.value.path
+    assert str(error.value).startswith(f"[Errno {error.value.errno}]")
+
+
+def test_sift_io_error_is_an_os_error():
+    assert issubclass(siftdb.SiftIOError, OSError)
+    assert issubclass(siftdb.SiftIOError, siftdb.SiftError)
 
 
 def test_bad_options_are_refused(tmp_path):
@@ -100,8 +111,8 @@ def test_bad_options_are_refused(tmp_path):
         siftdb.Db(tmp_path / "a", compression="zstd")
     with pytest.raises(TypeError):
         siftdb.Db(tmp_path / "b", no_such_option=1)
-    with pytest.raises(OverflowError):
-        siftdb.Db(tmp_path / "c", memtable_bytes=-1)
+    with pytest.raises(TypeError):
+        siftdb.Db(tmp_path / "c", memtable_bytes="big")
     with pytest.raises(siftdb.InvalidArgumentError):
         siftdb.verify(tmp_path)  # not a database
 
@@ -142,3 +153,36 @@ def test_stats_checkpoint_compact_flush_and_verify(tmp_path, small_tables):
         assert "after" not in restored
     with pytest.raises(siftdb.InvalidArgumentError):
         db.checkpoint(copy)  # already holds a database
+
+
+@pytest.mark.parametrize("option", [
+    "memtable_bytes", "block_cache_bytes", "filter_memory_bytes", "table_target_bytes",
+    "block_bytes", "max_open_files", "compaction_threads",
+])
+def test_a_negative_or_huge_size_is_an_invalid_argument(tmp_path, option):
+    for value in [-1, 1 << 64]:
+        with pytest.raises(siftdb.InvalidArgumentError, match=option):
+            siftdb.Db(tmp_path / "db", **{option: value})
+    assert not (tmp_path / "db").exists()
+
+
+def test_multi_get_refuses_a_single_key(db):
+    db["s"] = "1"
+    for keys in ["sb", b"sb", bytearray(b"sb")]:
+        with pytest.raises(TypeError, match="multi_get"):
+            db.multi_get(keys)
+    assert db.multi_get(["s", b"b"]) == [b"1", None]
+    assert db.multi_get(k for k in ("s",)) == [b"1"]
+
+
+def test_add_index_refuses_a_dotted_field(db):
+    db["r"] = '{"nested": {"x": "1"}, "a.b": "2"}'
+    with pytest.raises(siftdb.InvalidArgumentError, match="/nested/x"):
+        db.add_index("dotted", field="nested.x")
+    assert db.indexes() == []
+    # The JSON Pointer says which is meant: a nested field, or a top-level
+    # one whose name holds a dot.
+    db.add_index("nested", field="/nested/x")
+    db.add_index("dot", field="/a.b")
+    assert list(db.find("nested", "1")) == [(b"r", db["r"])]
+    assert list(db.find("dot", "2")) == [(b"r", db["r"])]

@@ -16,7 +16,10 @@ class CorruptionError(SiftError):
     path: str
     offset: int
 
-class SiftIOError(SiftError):
+class SiftIOError(SiftError, OSError):
+    """An ``OSError`` too: ``errno``, ``strerror`` and ``filename`` are set
+    where the operating system gave an error number."""
+
     path: str
 
 class InvalidArgumentError(SiftError): ...
@@ -25,6 +28,12 @@ class LockedError(SiftError):
     path: str
 
 class ClosedError(SiftError): ...
+
+class ReadOnlyError(SiftError):
+    """A change to a database opened with ``read_only=True``."""
+
+    path: str
+
 class BackgroundError(SiftError): ...
 
 class ConflictError(SiftError):
@@ -57,12 +66,26 @@ class Db:
         compression: Optional[Literal["none", "lz4"]] = None,
         background_threads: Optional[bool] = None,
         compaction_threads: Optional[int] = None,
-    ) -> None: ...
+        read_only: bool = False,
+        create_if_missing: Optional[bool] = None,
+    ) -> None:
+        """Opens (or creates) the database in directory ``path``.
+
+        ``read_only=True`` changes nothing in the directory and takes no lock
+        (a database another handle holds opens too); changes raise
+        ``ReadOnlyError``. ``create_if_missing=False`` (implied by
+        ``read_only``) raises ``InvalidArgumentError`` for a directory
+        without a database. A negative or too large size is an
+        ``InvalidArgumentError``."""
     @property
     def path(self) -> pathlib.Path: ...
     @property
     def closed(self) -> bool: ...
-    def close(self) -> None: ...
+    @property
+    def read_only(self) -> bool: ...
+    def close(self) -> None:
+        """Releases the directory at once; the snapshots, transactions and
+        iterators made from it raise ``ClosedError`` from then on."""
     def __enter__(self) -> "Db": ...
     def __exit__(
         self,
@@ -81,7 +104,8 @@ class Db:
     def __iter__(self) -> EntryIterator: ...
     def put(self, key: Data, value: Data, *, sync: Optional[bool] = None) -> None: ...
     def delete(self, key: Data, *, sync: Optional[bool] = None) -> None: ...
-    def multi_get(self, keys: Iterable[Data]) -> list[Optional[bytes]]: ...
+    def multi_get(self, keys: Iterable[Data]) -> list[Optional[bytes]]:
+        """``TypeError`` for a single ``str`` or ``bytes``: pass a list."""
     def items(
         self, start: Optional[Data] = None, stop: Optional[Data] = None, *,
         prefix: Optional[Data] = None, reverse: bool = False,
@@ -104,7 +128,9 @@ class Db:
     def add_index(
         self, name: str, *, field: Optional[str] = None, column: Optional[int] = None,
         separator: str = ",", wait: bool = True,
-    ) -> None: ...
+    ) -> None:
+        """``field``: a top-level name, or a JSON Pointer (``/user/name``);
+        a dotted name is refused as ambiguous."""
     def drop_index(self, name: str) -> None: ...
     def indexes(self) -> list[dict[str, Any]]: ...
     def wait_for_backfill(self) -> None: ...
@@ -115,8 +141,22 @@ class Db:
     def flush(self) -> None: ...
 
 class Snapshot:
+    """Closed by ``close()``, its ``with`` block or its database's
+    ``close()``; then it, and the iterators made from it, raise
+    ``ClosedError``."""
+
     @property
     def seq(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Snapshot": ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
     @overload
     def get(self, key: Data) -> Optional[bytes]: ...
     @overload
