@@ -75,6 +75,8 @@ fn a_read_only_open_sees_everything_changes_nothing_and_refuses_changes() {
             "{outcome:?}"
         );
     }
+    let report = db.verify().unwrap();
+    assert!(report.is_clean() && report.tables > 0, "{report:?}");
     let mut txn = db.transaction();
     txn.insert(b"k", b"v").unwrap();
     assert!(matches!(txn.commit(), Err(Error::ReadOnly { .. })));
