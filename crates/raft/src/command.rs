@@ -140,8 +140,8 @@ pub enum Outcome {
 }
 
 /// A session unused for this many log entries is forgotten, at the same
-/// entry on every node. At 100,000 entries a second it lasts 100 s, ten
-/// times the client's default retry period.
+/// entry on every node. At 100,000 entries a second it lasts 100 s, more
+/// than three times the client's default retry period (30 s).
 pub const SESSION_TTL_ENTRIES: u64 = 10_000_000;
 
 /// Longest user key: the state machine adds a one-byte prefix.
