@@ -35,14 +35,16 @@ fn builder(fs: &FaultInjectionFs) -> siftdb::DbBuilder {
         .memtable_bytes(4096)
 }
 
-/// A store with tables and, after them, writes only in its WAL.
+/// A store with tables and, after them, writes only in its WAL. No
+/// background threads: nothing of the writer's changes the directory while
+/// the read-only open is compared with it (a table a compaction replaced
+/// is deleted when its last reader lets go).
 fn written(fs: &FaultInjectionFs) -> Db {
-    let db = builder(fs).open().unwrap();
+    let db = builder(fs).background_threads(false).open().unwrap();
     for i in 0..500u32 {
         db.insert(format!("table{i:03}"), b"flushed").unwrap();
     }
     db.flush().unwrap();
-    db.wait_for_compactions().unwrap();
     for i in 0..10u32 {
         db.insert(format!("wal{i}"), b"logged").unwrap();
     }
@@ -81,10 +83,13 @@ fn a_read_only_open_sees_everything_changes_nothing_and_refuses_changes() {
     txn.insert(b"k", b"v").unwrap();
     assert!(matches!(txn.commit(), Err(Error::ReadOnly { .. })));
     drop(db);
-    assert!(
-        files(&fs) == before,
-        "a read-only open changed the directory"
-    );
+    let after = files(&fs);
+    let changed: Vec<&String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|name| before.get(*name) != after.get(*name))
+        .collect();
+    assert!(changed.is_empty(), "a read-only open changed {changed:?}");
     drop(writer);
 }
 

@@ -113,12 +113,14 @@ fn a_wal_many_memtables_long_replays_through_a_bounded_window() {
         "the replayed WAL is retired"
     );
 
-    // Reopened: the tables, nothing replayed twice.
+    // Reopened: the tables, nothing replayed twice. The clean close
+    // compacted level 0 (it was over its trigger), so a replay would be
+    // the only source of level-0 tables.
     drop(db);
     let db = builder(Arc::new(fs.clone()), SMALL_MEMTABLE)
         .open()
         .unwrap();
-    assert_eq!(level0_tables(&db), tables);
+    assert_eq!(level0_tables(&db), 0);
     assert_eq!(contents(&db), model);
 }
 
