@@ -100,6 +100,23 @@ impl Sift {
         self.run(&args)
     }
 
+    /// Makes the database a crash image: the files of a database copied
+    /// while it is open, after synced writes of `entries`, so the WAL still
+    /// holds them (closing would flush it).
+    fn crash_image(&self, entries: impl IntoIterator<Item = (String, String)>) {
+        let live = self.dir.path().join("live");
+        let db = siftdb::Db::builder(&live).sync_writes(true).open().unwrap();
+        for (key, value) in entries {
+            db.insert(key, value).unwrap();
+        }
+        std::fs::create_dir(self.db()).unwrap();
+        for entry in std::fs::read_dir(&live).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, self.db().join(path.file_name().unwrap())).unwrap();
+        }
+        drop(db);
+    }
+
     /// Files of the database whose name ends with `suffix`.
     fn files(&self, suffix: &str) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.db())
@@ -444,17 +461,7 @@ fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 #[test]
 fn read_commands_never_write_and_a_damaged_wal_is_kept() {
     let sift = Sift::new();
-    let live = sift.dir.path().join("live");
-    let db = siftdb::Db::builder(&live).sync_writes(true).open().unwrap();
-    for i in 0..200 {
-        db.insert(format!("key{i:03}"), "value".repeat(8)).unwrap();
-    }
-    std::fs::create_dir(sift.db()).unwrap();
-    for entry in std::fs::read_dir(&live).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, sift.db().join(path.file_name().unwrap())).unwrap();
-    }
-    drop(db);
+    sift.crash_image((0..200).map(|i| (format!("key{i:03}"), "value".repeat(8))));
     let wal = sift.files(".wal").pop().unwrap();
     let mut bytes = std::fs::read(&wal).unwrap();
     let middle = bytes.len() / 2;
@@ -533,19 +540,7 @@ fn verify_finds_a_flipped_byte_in_a_table() {
 #[test]
 fn verify_finds_a_flipped_byte_in_a_wal() {
     let sift = Sift::new();
-    // A crash image: the files of a database copied while it is open, after
-    // synced writes, so the WAL still holds them (closing would flush it).
-    let live = sift.dir.path().join("live");
-    let db = siftdb::Db::builder(&live).sync_writes(true).open().unwrap();
-    for i in 0..5 {
-        db.insert(format!("key{i}"), "value").unwrap();
-    }
-    std::fs::create_dir(sift.db()).unwrap();
-    for entry in std::fs::read_dir(&live).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, sift.db().join(path.file_name().unwrap())).unwrap();
-    }
-    drop(db);
+    sift.crash_image((0..5).map(|i| (format!("key{i}"), "value".to_owned())));
     let wal = sift.files(".wal").pop().unwrap();
     // Inside the first of five records: not a torn tail but damage.
     let mut bytes = std::fs::read(&wal).unwrap();

@@ -154,13 +154,17 @@ mod tests {
     /// compaction lock alone, with no index at all, and while it waited no
     /// other compaction could start (a waiting writer holds off new
     /// readers): one long merge stopped every other level.
-    #[test]
-    fn a_backfill_with_nothing_to_do_does_not_wait_for_a_compaction() {
-        let db = Db::builder("/db")
+    fn open() -> Db {
+        Db::builder("/db")
             .file_system(Arc::new(FaultInjectionFs::new()))
             .background_threads(false)
             .open()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_backfill_with_nothing_to_do_does_not_wait_for_a_compaction() {
+        let db = open();
         db.insert(b"k", b"v").unwrap();
         db.flush().unwrap();
         let outcome = backfill_beside_a_compaction(&db);
@@ -171,11 +175,7 @@ mod tests {
     /// run and tries again when one ends; only `wait_for_backfill` waits.
     #[test]
     fn a_background_backfill_gives_up_while_compactions_run() {
-        let db = Db::builder("/db")
-            .file_system(Arc::new(FaultInjectionFs::new()))
-            .background_threads(false)
-            .open()
-            .unwrap();
+        let db = open();
         db.insert(b"k", b"a,b").unwrap();
         db.flush().unwrap();
         db.add_index(IndexDef::new("second", Extractor::delimited(1, b',')))
