@@ -26,6 +26,13 @@ use siftdb::{Db, Error, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
 
+/// A database on `fs` whose writes are all synced.
+fn synced(fs: &FaultInjectionFs) -> siftdb::DbBuilder {
+    Db::builder(DIR)
+        .file_system(Arc::new(fs.clone()))
+        .sync_writes(true)
+}
+
 /// Keys a writer's puts and deletes cycle through.
 const KEYS_PER_WRITER: u32 = 16;
 
@@ -366,11 +373,7 @@ fn a_power_cut_keeps_a_prefix_of_every_writer_and_every_acknowledged_write() {
 fn a_failed_group_sync_fails_every_writer_in_it_and_the_database() {
     const WAITING: usize = 6;
     let fs = FaultInjectionFs::new();
-    let builder = |fs: &FaultInjectionFs| {
-        Db::builder(DIR)
-            .file_system(Arc::new(fs.clone()))
-            .sync_writes(true)
-    };
+    let builder = synced;
     let db = Arc::new(builder(&fs).open().unwrap());
     db.insert(b"before", b"acknowledged").unwrap();
     // The next WAL sync waits until the writers have started and had time
@@ -582,11 +585,7 @@ fn a_group_sync_that_panics_fails_the_database_and_loses_no_acknowledged_write()
     const WRITERS: usize = 8;
     const WRITES: u32 = 200;
     let fs = FaultInjectionFs::new();
-    let builder = |fs: &FaultInjectionFs| {
-        Db::builder(DIR)
-            .file_system(Arc::new(fs.clone()))
-            .sync_writes(true)
-    };
+    let builder = synced;
     let db = Arc::new(builder(&fs).open().unwrap());
     let wal_syncs = Arc::new(AtomicUsize::new(0));
     {
