@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::command::Outcome;
@@ -16,6 +17,8 @@ pub(crate) const ADD_LEARNER: &str = "/cluster/add-learner";
 pub(crate) const CHANGE_MEMBERSHIP: &str = "/cluster/change-membership";
 pub(crate) const REMOVE_NODE: &str = "/cluster/remove-node";
 pub(crate) const STATUS: &str = "/cluster/status";
+/// Liveness: answers "ok", with no token.
+pub(crate) const HEALTH: &str = "/health";
 
 /// The header a node sets on a request it forwards to the leader: the
 /// leader answers it itself, never forwarding it again.
@@ -167,11 +170,44 @@ pub enum ApiError {
     /// effect. (A node shutting down answers [`ApiError::Unavailable`].)
     #[error("node stopped: {0}")]
     Stopped(String),
+    /// The node refused the request's token (or its lack of one): it took
+    /// no effect, and asking again with the same will not help.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
     /// The node's storage failed the request: damaged data or an I/O
     /// error. Asking the same node again will not help: the client does
     /// not retry it, and the node's operator must look.
     #[error("storage failure: {0}")]
     Storage(String),
+}
+
+/// What a node's answer to a request (`status`, `bytes`) from `from`
+/// means: the `Result` it sent in MessagePack, or the error an HTTP error
+/// stands for ([`status_error`]).
+pub(crate) fn decode_answer<T: DeserializeOwned>(
+    from: &str,
+    status: reqwest::StatusCode,
+    bytes: &[u8],
+) -> Result<T, ApiError> {
+    if !status.is_success() {
+        return Err(status_error(from, status, bytes));
+    }
+    crate::codec::decode::<Result<T, ApiError>>(bytes)
+        .map_err(|e| ApiError::Unavailable(format!("{from} answered: {e}")))?
+}
+
+/// The error an HTTP error status from `from` stands for.
+pub(crate) fn status_error(from: &str, status: reqwest::StatusCode, bytes: &[u8]) -> ApiError {
+    use reqwest::StatusCode;
+    let why = format!("{from}: {status}: {}", String::from_utf8_lossy(bytes));
+    match status {
+        StatusCode::UNAUTHORIZED => ApiError::Unauthorized(why),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::Invalid(why),
+        // Turned away before it was served: a node busy (`limits`), or cut
+        // off from the sender.
+        StatusCode::SERVICE_UNAVAILABLE => ApiError::Refused(why),
+        _ => ApiError::Unavailable(why),
+    }
 }
 
 impl From<siftdb::Error> for ApiError {

@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
-use crate::codec::{decode, encode};
+use crate::auth::{self, Token};
+use crate::codec::encode;
 use crate::command::{Command, Op, Outcome, Request, Session};
 use crate::errors::{ReadError, WriteError};
 use crate::types::NodeId;
@@ -45,6 +46,8 @@ pub struct Client {
     /// Every node a request may start at; a retry starts at the next.
     seeds: Vec<String>,
     retry_for: Duration,
+    /// The cluster's token, sent with every request.
+    token: Option<Token>,
     session: Arc<ClientSession>,
 }
 
@@ -211,6 +214,7 @@ impl Client {
             seeds: vec![addr.clone()],
             addr,
             retry_for: RETRY_FOR,
+            token: None,
             session: Arc::new(ClientSession::new()),
         }
     }
@@ -232,6 +236,16 @@ impl Client {
         self
     }
 
+    /// Sends `token` with every request: the cluster's nodes were started
+    /// with it (`sift serve --token-file`), and refuse requests without it
+    /// ([`WriteError::Unauthorized`], [`ReadError::Unauthorized`],
+    /// [`ApiError::Unauthorized`]; not retried).
+    #[must_use]
+    pub fn with_token(mut self, token: Token) -> Self {
+        self.token = Some(token);
+        self
+    }
+
     /// Sends `request` to `path` once, at `addr`.
     async fn send<Req: Serialize, Resp: DeserializeOwned>(
         &self,
@@ -241,9 +255,8 @@ impl Client {
     ) -> Result<Resp, ApiError> {
         let body = encode(request).map_err(|e| ApiError::Invalid(e.to_string()))?;
         let lost = |e: reqwest::Error| ApiError::in_transit(addr, &e);
-        let response = self
-            .http
-            .post(format!("http://{addr}{path}"))
+        let post = self.http.post(format!("http://{addr}{path}"));
+        let response = auth::authorize(post, self.token.as_ref())
             .timeout(ATTEMPT_TIMEOUT)
             .body(body)
             .send()
@@ -251,16 +264,7 @@ impl Client {
             .map_err(lost)?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(lost)?;
-        if !status.is_success() {
-            let why = format!("{addr}: {status}: {}", String::from_utf8_lossy(&bytes));
-            return Err(if status == reqwest::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::Invalid(why)
-            } else {
-                ApiError::Unavailable(why)
-            });
-        }
-        decode::<Result<Resp, ApiError>>(&bytes)
-            .map_err(|e| ApiError::Unavailable(format!("{addr} answered: {e}")))?
+        api::decode_answer(addr, status, &bytes)
     }
 
     /// Sends `request`, going to the leader a node names and retrying while
@@ -490,14 +494,19 @@ impl Client {
     /// [`ApiError::Unavailable`] if the node cannot be reached.
     pub async fn status(&self) -> Result<Status, ApiError> {
         let unavailable = |e: reqwest::Error| ApiError::Unavailable(format!("{}: {e}", self.addr));
-        let response = self
+        let get = self
             .http
-            .get(format!("http://{}{}", self.addr, api::STATUS))
+            .get(format!("http://{}{}", self.addr, api::STATUS));
+        let response = auth::authorize(get, self.token.as_ref())
             .timeout(ATTEMPT_TIMEOUT)
             .send()
             .await
             .map_err(unavailable)?;
+        let status = response.status();
         let bytes = response.bytes().await.map_err(unavailable)?;
+        if !status.is_success() {
+            return Err(api::status_error(&self.addr, status, &bytes));
+        }
         serde_json::from_slice(&bytes).map_err(|e| ApiError::Unavailable(e.to_string()))
     }
 
@@ -581,6 +590,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+    use crate::codec::decode;
 
     /// A node that answers the `n`-th request (from 0) to `path` with
     /// `answer(n)`, and counts the requests.

@@ -30,6 +30,10 @@ pub enum WriteError {
     /// must look. Whether the write was applied is unknown.
     #[error("node failed: {0}")]
     Failed(String),
+    /// The node refused the client's token, or its lack of one: not
+    /// applied. Set the cluster's token ([`crate::Client::with_token`]).
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
 }
 
 /// Why a read ([`crate::Client::get`], `scan`, `find`, a page) failed. A
@@ -47,6 +51,9 @@ pub enum ReadError {
     /// retry at that node, whose operator must look.
     #[error("node failed: {0}")]
     Failed(String),
+    /// The node refused the client's token, or its lack of one.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
 }
 
 impl ApiError {
@@ -67,7 +74,7 @@ impl ApiError {
     pub(crate) fn is_retryable(&self) -> bool {
         match self {
             Self::NotLeader { .. } | Self::Unavailable(_) | Self::Refused(_) => true,
-            Self::Invalid(_) | Self::Storage(_) | Self::Stopped(_) => false,
+            Self::Invalid(_) | Self::Storage(_) | Self::Stopped(_) | Self::Unauthorized(_) => false,
         }
     }
 
@@ -75,7 +82,10 @@ impl ApiError {
     pub(crate) fn may_have_applied(&self) -> bool {
         match self {
             Self::Unavailable(_) | Self::Stopped(_) | Self::Storage(_) => true,
-            Self::NotLeader { .. } | Self::Refused(_) | Self::Invalid(_) => false,
+            Self::NotLeader { .. }
+            | Self::Refused(_)
+            | Self::Invalid(_)
+            | Self::Unauthorized(_) => false,
         }
     }
 
@@ -84,6 +94,7 @@ impl ApiError {
     pub(crate) fn into_write_error(self, maybe_applied: bool) -> WriteError {
         match self {
             Self::Invalid(why) => WriteError::Invalid(why),
+            Self::Unauthorized(why) => WriteError::Unauthorized(why),
             Self::Storage(why) | Self::Stopped(why) => WriteError::Failed(why),
             error if maybe_applied => WriteError::Unknown(error.to_string()),
             error => WriteError::NotApplied(error.to_string()),
@@ -95,6 +106,7 @@ impl From<ApiError> for ReadError {
     fn from(error: ApiError) -> Self {
         match error {
             ApiError::Invalid(why) => Self::Invalid(why),
+            ApiError::Unauthorized(why) => Self::Unauthorized(why),
             ApiError::Storage(why) | ApiError::Stopped(why) => Self::Failed(why),
             error @ (ApiError::NotLeader { .. }
             | ApiError::Unavailable(_)
@@ -123,6 +135,12 @@ mod tests {
         assert!(matches!(
             ApiError::Invalid("too large".into()).into_write_error(true),
             WriteError::Invalid(_)
+        ));
+        let refused = ApiError::Unauthorized("no token".into());
+        assert!(!refused.is_retryable() && !refused.may_have_applied());
+        assert!(matches!(
+            refused.into_write_error(true),
+            WriteError::Unauthorized(_)
         ));
         let stopped = ApiError::Stopped("fatal".into());
         assert!(!stopped.is_retryable());

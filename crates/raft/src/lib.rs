@@ -16,15 +16,19 @@
 )]
 
 pub mod api;
+mod auth;
 mod client;
 mod codec;
 mod command;
 mod errors;
+mod events;
 mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod keys;
+mod limits;
 pub mod linearizable;
+mod listener;
 mod log_store;
 pub mod malloc;
 mod network;
@@ -41,12 +45,15 @@ mod snapshot_unpack;
 mod state_machine;
 mod types;
 
+pub use auth::Token;
 pub use client::{Client, Pages};
 pub use command::{
     Check, Command, MAX_COMMAND_BYTES, MAX_KEY_LEN, Op, Outcome, Request, SESSION_TTL_ENTRIES,
     Session,
 };
 pub use errors::{ReadError, WriteError};
+pub use events::Changes;
+pub use limits::{Limits, MAX_OPS, MAX_REQUEST_BYTES};
 pub use log_store::{LogStore, MAX_APPEND_BYTES};
 pub use network::Partition;
 pub use node::{DEFAULT_HEARTBEAT_MS, Node, NodeOptions};

@@ -17,6 +17,7 @@ use openraft::raft::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::auth::{Token, authorize};
 use crate::codec::{decode, encode};
 use crate::snapshot_chunk::SnapshotChunk;
 use crate::types::{NodeId, TypeConfig};
@@ -53,6 +54,8 @@ pub(crate) struct Network {
     pub(crate) partition: Partition,
     /// This node, named in the requests so a partition can drop them.
     pub(crate) from: NodeId,
+    /// The cluster's token, sent with every request.
+    pub(crate) token: Option<Token>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -95,10 +98,11 @@ impl Connection {
             return Err(RPCError::Unreachable(Unreachable::new(&cut)));
         }
         let body = encode(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let sent = self
+        let post = self
             .network
             .client
-            .post(format!("http://{}{path}", self.addr))
+            .post(format!("http://{}{path}", self.addr));
+        let sent = authorize(post, self.network.token.as_ref())
             .header(FROM, self.network.from)
             .timeout(option.hard_ttl())
             .body(body)
@@ -200,6 +204,7 @@ mod tests {
             client: reqwest::Client::new(),
             partition: Partition::default(),
             from: 1,
+            token: None,
         };
         Connection {
             network,

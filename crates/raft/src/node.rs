@@ -15,8 +15,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{self, ApiError, KeyValue, Member, Read, ReadAnswer, Status, Written};
-use crate::codec::{decode, encode};
+use crate::auth::{Token, authorize};
+use crate::codec::encode;
 use crate::command::{Outcome, Request, Session};
+use crate::limits::{Limits, check_ops};
 use crate::network::{FROM, Network, Partition};
 use crate::sessions::MAX_OUTCOMES;
 use crate::state_machine::{DataHandle, DataSettings};
@@ -41,14 +43,12 @@ pub struct NodeOptions {
     /// How the state machine's database is opened: its value indexes
     /// (every node must declare the same) and its memory.
     pub data: DataSettings,
-    /// The most client requests (writes and reads) served at once; more
-    /// are answered [`ApiError::Unavailable`] at once, and the client backs
-    /// off, rather than queued without bound.
-    pub max_client_requests: usize,
-    /// How long a client request may take, the upload of its body
-    /// included: a client that sends slowly or stalls holds its place only
-    /// this long.
-    pub client_request_timeout: Duration,
+    /// What it serves at once, and for how long.
+    pub limits: Limits,
+    /// The cluster's shared secret: every request but the health check
+    /// must carry it (clients' and peers'), and this node sends it to its
+    /// peers. `None`: anyone who can reach the node may do anything.
+    pub token: Option<Token>,
 }
 
 /// The default heartbeat interval, in milliseconds. openraft gives each
@@ -87,8 +87,8 @@ impl NodeOptions {
             dir: dir.into(),
             config,
             data: DataSettings::default(),
-            max_client_requests: 256,
-            client_request_timeout: Duration::from_secs(60),
+            limits: Limits::default(),
+            token: None,
         }
         .heartbeat(DEFAULT_HEARTBEAT_MS)
     }
@@ -142,9 +142,8 @@ pub(crate) struct Shared {
     pub(crate) partition: Partition,
     client: reqwest::Client,
     snapshot_transfers: Arc<AtomicU64>,
-    /// Permits for client requests (`NodeOptions::max_client_requests`).
-    pub(crate) client_requests: tokio::sync::Semaphore,
-    pub(crate) client_request_timeout: Duration,
+    pub(crate) limits: Limits,
+    pub(crate) token: Option<Token>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -175,6 +174,7 @@ impl Node {
             .config
             .validate()
             .map_err(|e| ApiError::Invalid(e.to_string()))?;
+        options.limits.validate().map_err(ApiError::Invalid)?;
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|e| {
@@ -193,6 +193,7 @@ impl Node {
             client: client.clone(),
             partition: partition.clone(),
             from: options.id,
+            token: options.token.clone(),
         };
         let raft = Raft::new(options.id, Arc::new(config), network, log, sm)
             .await
@@ -204,18 +205,17 @@ impl Node {
             partition,
             client,
             snapshot_transfers,
-            client_requests: tokio::sync::Semaphore::new(options.max_client_requests),
-            client_request_timeout: options.client_request_timeout,
+            limits: options.limits.clone(),
+            token: options.token,
         });
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let router = crate::server::router(Arc::clone(&shared));
+        let limits = options.limits;
         let server = tokio::spawn(async move {
-            let serve = axum::serve(listener, router).with_graceful_shutdown(async {
+            let stopped = async {
                 let _ = stopped.await;
-            });
-            // A server that fails leaves the node unreachable, which its
-            // peers see; there is no one here to tell.
-            let _ = serve.await;
+            };
+            crate::listener::serve(listener, router, &limits, stopped).await;
         });
         Ok(Self {
             shared,
@@ -269,6 +269,12 @@ impl Node {
         self.shared.status()
     }
 
+    /// Its elections, the leaders it learns of and the memberships it
+    /// adopts, as they happen, one line each (what `sift serve` logs).
+    pub fn changes(&self) -> crate::Changes {
+        crate::Changes::new(self.shared.raft.server_metrics())
+    }
+
     /// Stops the server and Raft; the storage closes when the last reader
     /// of it is gone.
     pub async fn shutdown(mut self) {
@@ -288,6 +294,7 @@ impl Shared {
     /// the leader.
     pub(crate) async fn write(&self, request: Request, forward: bool) -> Result<Written, ApiError> {
         request.command.validate().map_err(ApiError::Invalid)?;
+        check_ops(&request.command).map_err(ApiError::Invalid)?;
         let written = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.client_write(request.clone()))
             .await
             .map_err(|_| not_committed())?;
@@ -349,9 +356,8 @@ impl Shared {
             )));
         }
         let body = encode(request).map_err(|e| ApiError::Invalid(e.to_string()))?;
-        let response = self
-            .client
-            .post(format!("http://{}{path}", to.addr))
+        let post = self.client.post(format!("http://{}{path}", to.addr));
+        let response = authorize(post, self.token.as_ref())
             .header(FROM, self.id)
             .header(api::FORWARDED, "1")
             .timeout(COMMIT_TIMEOUT + Duration::from_secs(1))
@@ -359,12 +365,12 @@ impl Shared {
             .send()
             .await
             .map_err(|e| ApiError::in_transit(&format!("forwarding to node {}", to.id), &e))?;
+        let status = response.status();
         let bytes = response
             .bytes()
             .await
             .map_err(|e| ApiError::in_transit(&format!("forwarding to node {}", to.id), &e))?;
-        decode::<Result<Resp, ApiError>>(&bytes)
-            .map_err(|e| ApiError::Unavailable(format!("node {} answered: {e}", to.id)))?
+        api::decode_answer(&format!("node {}", to.id), status, &bytes)
     }
 
     /// Forms a cluster of `members` (id to address), this node among them.

@@ -291,7 +291,9 @@ impl Registers {
             }
             Err(WriteError::Unknown(_)) => Some(Answer::Unknown),
             // Only an unavailable cluster may fail a valid write.
-            Err(e @ (WriteError::Invalid(_) | WriteError::Failed(_))) => {
+            Err(
+                e @ (WriteError::Invalid(_) | WriteError::Failed(_) | WriteError::Unauthorized(_)),
+            ) => {
                 self.fault(e.to_string());
                 Some(Answer::Unknown)
             }

@@ -3,69 +3,91 @@
 //! also served as JSON.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{self, ApiError, Member};
+use crate::api::{self, Member};
+use crate::auth;
 use crate::codec::{decode, encode};
+use crate::limits::{Gate, MAX_ADMIN_BODY, MAX_REQUEST_BYTES, admit};
 use crate::network::{self, FROM};
 use crate::node::Shared;
 use crate::snapshot_chunk::SnapshotChunk;
 use crate::types::NodeId;
 
-/// The largest request accepted: an AppendEntries message holds up to
-/// `MAX_APPEND_BYTES` of entries and one more (a command of up to
-/// `MAX_COMMAND_BYTES`), with room for their framing. Larger requests are
-/// answered 413 (which a leader takes as "send fewer entries").
-const MAX_BODY: usize =
-    crate::command::MAX_COMMAND_BYTES + crate::log_store::MAX_APPEND_BYTES + (8 << 20);
-
-/// Every route of the node.
+/// Every route of the node: all but the health check need the node's token
+/// (if it has one), and each kind of request goes through its own
+/// [`Gate`].
 pub(crate) fn router(node: Arc<Shared>) -> Router {
-    // Writes and reads take a permit and have a deadline; Raft's RPCs come
-    // from a few peers, which time them out themselves.
-    let client = Router::new()
+    let limits = &node.limits;
+    let bytes = Gate::byte_budget(limits);
+    let config = node.raft.config();
+    let client = Gate::new(
+        "client",
+        limits.max_client_requests,
+        limits.client_request_timeout,
+        &bytes,
+    );
+    let admin = Gate::new(
+        "administration",
+        limits.max_admin_requests,
+        limits.admin_request_timeout,
+        &bytes,
+    );
+    // Longer than its sender waits for an append (a heartbeat) or a vote
+    // (the shortest election timeout).
+    let message = Duration::from_millis(config.election_timeout_max.saturating_mul(2));
+    let peer = Gate::new("peer", limits.max_peer_requests, message, &bytes).waiting_for_bytes();
+    let chunk = peer.with_deadline(Duration::from_millis(config.install_snapshot_timeout));
+
+    let gated = |gate: Gate| middleware::from_fn_with_state(gate, admit);
+    let clients = Router::new()
         .route(api::WRITE, post(write))
         .route(api::READ, post(read))
-        .route_layer(middleware::from_fn_with_state(Arc::clone(&node), admit));
-    Router::new()
-        .route(network::APPEND, post(append))
-        .route(network::VOTE, post(vote))
-        .route(network::SNAPSHOT, post(snapshot))
+        .route_layer(gated(client));
+    let administration = Router::new()
         .route(api::INIT, post(init))
         .route(api::ADD_LEARNER, post(add_learner))
         .route(api::CHANGE_MEMBERSHIP, post(change_membership))
         .route(api::REMOVE_NODE, post(remove_node))
         .route(api::STATUS, get(status))
-        .merge(client)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .route_layer(gated(admin))
+        .layer(DefaultBodyLimit::max(MAX_ADMIN_BODY));
+    let peers = Router::new()
+        .route(network::APPEND, post(append))
+        .route(network::VOTE, post(vote))
+        .route_layer(gated(peer));
+    let snapshots = Router::new()
+        .route(network::SNAPSHOT, post(snapshot))
+        .route_layer(gated(chunk));
+    let guarded = clients
+        .merge(administration)
+        .merge(peers)
+        .merge(snapshots)
+        .route_layer(middleware::from_fn_with_state(
+            node.token.clone(),
+            auth::require,
+        ));
+    Router::new()
+        .route(api::HEALTH, get(health))
+        .merge(guarded)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(node)
 }
 
-/// Serves a client request if a permit is free, within the deadline;
-/// otherwise answers [`ApiError::Refused`] (the client backs off and
-/// retries), or past the deadline [`ApiError::Unavailable`] (a write cut
-/// short may still take effect, as after any timeout).
-async fn admit(State(node): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let Ok(_permit) = node.client_requests.try_acquire() else {
-        let busy = ApiError::Refused("the node is busy: too many requests at once".into());
-        return answer(&Err::<(), _>(busy));
-    };
-    let deadline = node.client_request_timeout;
-    match tokio::time::timeout(deadline, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => answer(&Err::<(), _>(ApiError::Unavailable(format!(
-            "the request took longer than {deadline:?}"
-        )))),
-    }
+/// Liveness, for a load balancer or a supervisor: needs no token, and so
+/// tells nothing more than that the node answers.
+async fn health() -> &'static str {
+    "ok"
 }
 
 /// Decodes a request, unless it comes from a node this one is cut off
