@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use sift_raft::Limits;
 
 /// Where `--db` points when it is not given.
 pub const DEFAULT_DB: &str = "./sift-data";
@@ -31,6 +32,12 @@ pub struct Cli {
     /// and cluster go through it instead of a local database.
     #[arg(long, global = true)]
     pub server: Option<String>,
+
+    /// A file holding the cluster's token (its contents, trimmed; not
+    /// readable by every user): `serve` refuses requests without it, and
+    /// commands with --server send it.
+    #[arg(long, global = true, value_name = "PATH", env = "SIFT_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
 
     /// What to do.
     #[command(subcommand)]
@@ -81,10 +88,12 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Runs a node of a replicated cluster (until interrupted).
     ///
-    /// There is no authentication and no encryption: anyone who can reach
-    /// the listening address can read and write every key, change the
-    /// cluster's members, and act as a peer. Listen on a private network
-    /// or loopback only.
+    /// With --token-file, every request but GET /health must carry the
+    /// token (give every node and client the same); without it, anyone
+    /// who can reach the listening address can read and write every key,
+    /// change the cluster's members, and act as a peer. Nothing is
+    /// encrypted, the token included: put TLS in front (a reverse proxy),
+    /// or listen on a private network or loopback only.
     Serve(ServeArgs),
     /// Forms a cluster, shows it, or changes its members (with --server).
     #[command(subcommand)]
@@ -125,6 +134,21 @@ pub struct ServeArgs {
     /// about 100 MiB plus twice the memtable plus the cache.
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     pub cache_mib: u64,
+    /// The most connections open at once; more wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
+    /// Milliseconds a connection may take to send a request's headers, or
+    /// stay idle between requests, before it is closed.
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().header_read_timeout.as_millis() as u64)]
+    pub header_timeout_ms: u64,
+    /// The most client requests (writes and reads) served at once; more
+    /// are refused, and clients retry.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_client_requests)]
+    pub max_client_requests: usize,
+    /// The most MiB of request bodies held at once (at least 96: one
+    /// largest request); a client request past it is refused.
+    #[arg(long, value_name = "MIB", default_value_t = Limits::default().max_body_bytes_in_flight as u64 >> 20)]
+    pub max_request_mib: u64,
 }
 
 /// `sift cluster`.

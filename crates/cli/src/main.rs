@@ -24,7 +24,13 @@ use output::Output;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut out = Output::new(cli.json, cli.hex);
-    let ran = commands::run(&cli.db, cli.server.as_deref(), cli.command, &mut out);
+    let ran = commands::run(
+        &cli.db,
+        cli.server.as_deref(),
+        cli.token_file.as_deref(),
+        cli.command,
+        &mut out,
+    );
     // Flushed even after a failure: `verify` prints its problems, then fails.
     let flushed = out.finish();
     match ran.and(flushed) {

@@ -22,10 +22,18 @@ use crate::error::{Failure, Outcome};
 use crate::output::Output;
 
 /// Runs `command` on the database at `db`, or through the cluster node
-/// `server`.
-pub fn run(db: &Path, server: Option<&str>, command: Command, out: &mut Output) -> Outcome {
+/// `server`; `token_file` holds the cluster's token (sent to `server`, or
+/// required by `serve`).
+pub fn run(
+    db: &Path,
+    server: Option<&str>,
+    token_file: Option<&Path>,
+    command: Command,
+    out: &mut Output,
+) -> Outcome {
+    let token = token_file.map(remote::read_token).transpose()?;
     if let Some(server) = server {
-        return remote::run(server, command, out);
+        return remote::run(server, token, command, out);
     }
     match command {
         Command::Put { key, value } => kv::put(db, &key, &value, out),
@@ -41,7 +49,7 @@ pub fn run(db: &Path, server: Option<&str>, command: Command, out: &mut Output) 
         Command::DumpSst(args) => dump_sst::run(&args, out),
         Command::Compact => compact::run(db, out),
         Command::Demo(args) => crate::demo::run(&args, out),
-        Command::Serve(args) => serve::run(db, &args),
+        Command::Serve(args) => serve::run(db, &args, token),
         Command::Cluster(_) => Err(Failure::usage("cluster commands need --server HOST:PORT")),
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 use sift_raft::api::{ApiError, Status};
-use sift_raft::{Client, ReadError, WriteError};
+use sift_raft::{Client, ReadError, Token, WriteError};
 
 use super::import::pointer;
 use crate::cli::{ClusterCommand, ClusterIndexCommand, Command, FindMethod, ScanArgs};
@@ -21,32 +21,39 @@ pub fn runtime() -> Outcome<tokio::runtime::Runtime> {
         .map_err(|e| Failure::storage(format!("cannot start the async runtime: {e}")))
 }
 
-/// A cluster's error: whether it says the request itself was invalid.
+/// The cluster's token, from the file `--token-file` (or
+/// `$SIFT_TOKEN_FILE`) names.
+pub fn read_token(path: &std::path::Path) -> Outcome<Token> {
+    Token::read_file(path).map_err(Failure::usage)
+}
+
+/// A cluster's error: whether it says the request itself was at fault.
 pub trait ClusterError: std::fmt::Display {
-    /// Whether the request was refused as invalid.
+    /// Whether the request was refused as invalid, or for its token.
     fn invalid(&self) -> bool;
 }
 
 impl ClusterError for ApiError {
     fn invalid(&self) -> bool {
-        matches!(self, Self::Invalid(_))
+        matches!(self, Self::Invalid(_) | Self::Unauthorized(_))
     }
 }
 
 impl ClusterError for WriteError {
     fn invalid(&self) -> bool {
-        matches!(self, Self::Invalid(_))
+        matches!(self, Self::Invalid(_) | Self::Unauthorized(_))
     }
 }
 
 impl ClusterError for ReadError {
     fn invalid(&self) -> bool {
-        matches!(self, Self::Invalid(_))
+        matches!(self, Self::Invalid(_) | Self::Unauthorized(_))
     }
 }
 
-/// A cluster's error as a command's failure: an invalid request is a usage
-/// error (exit 2), the rest storage (exit 3).
+/// A cluster's error as a command's failure: an invalid request, or one
+/// refused for its token, is a usage error (exit 2), the rest storage
+/// (exit 3).
 pub fn failure(error: impl ClusterError) -> Failure {
     if error.invalid() {
         Failure::usage(error.to_string())
@@ -55,9 +62,12 @@ pub fn failure(error: impl ClusterError) -> Failure {
     }
 }
 
-/// Runs `command` through the node at `server`.
-pub fn run(server: &str, command: Command, out: &mut Output) -> Outcome {
-    let client = Client::new(server);
+/// Runs `command` through the node at `server`, sending `token`.
+pub fn run(server: &str, token: Option<Token>, command: Command, out: &mut Output) -> Outcome {
+    let client = match token {
+        Some(token) => Client::new(server).with_token(token),
+        None => Client::new(server),
+    };
     let runtime = runtime()?;
     match command {
         Command::Put { key, value } => {

@@ -1,8 +1,9 @@
 //! `sift serve`: one node of a replicated cluster, until SIGINT or SIGTERM.
 
 use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sift_raft::{Node, NodeOptions};
+use sift_raft::{Node, NodeOptions, Token};
 use siftdb::{Extractor, IndexDef};
 
 use super::import::pointer;
@@ -11,8 +12,9 @@ use crate::cli::ServeArgs;
 use crate::error::{Failure, Outcome};
 
 /// Starts the node with `--db` as its directory and serves until told to
-/// stop.
-pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
+/// stop, requiring `token` of every request if given. Logs its elections,
+/// leaders and memberships to standard error as they change.
+pub fn run(db: &Path, args: &ServeArgs, token: Option<Token>) -> Outcome {
     if args.id == 0 {
         return Err(Failure::usage("--id must be a positive integer"));
     }
@@ -32,9 +34,10 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
             .and_then(|bytes| usize::try_from(bytes).ok())
             .ok_or_else(|| Failure::usage(format!("{flag} {mib} is too large")))
     };
-    let (memtable_bytes, cache_bytes) = (
+    let (memtable_bytes, cache_bytes, request_bytes) = (
         bytes("--memtable-mib", args.memtable_mib)?,
         bytes("--cache-mib", args.cache_mib)?,
+        bytes("--max-request-mib", args.max_request_mib)?,
     );
     sift_raft::malloc::tune_for_node();
     let value_indexes = args
@@ -55,17 +58,67 @@ pub fn run(db: &Path, args: &ServeArgs) -> Outcome {
         if let Some(entries) = args.snapshot_every {
             options = options.snapshot_every(entries);
         }
+        options.limits.max_connections = args.max_connections;
+        options.limits.header_read_timeout = Duration::from_millis(args.header_timeout_ms);
+        options.limits.max_client_requests = args.max_client_requests;
+        options.limits.max_body_bytes_in_flight = request_bytes;
+        if token.is_none() {
+            log(
+                "warning: no --token-file: anyone who can reach this node can read, write \
+                 and change the cluster",
+            );
+        }
+        options.token = token;
         let node = Node::start(options).await.map_err(failure)?;
-        eprintln!(
-            "sift: node {} serving on {} (data in {})",
+        log(&format!(
+            "node {} serving on {} (data in {})",
             args.id,
             node.addr(),
             db.display()
-        );
+        ));
+        let mut changes = node.changes();
+        tokio::spawn(async move {
+            while let Some(change) = changes.next().await {
+                log(&change);
+            }
+        });
         stopped().await;
         node.shutdown().await;
         Ok(())
     })
+}
+
+/// Prints `line` to standard error, after the time (UTC) and `sift:`.
+fn log(line: &str) {
+    eprintln!("{} sift: {line}", utc(SystemTime::now()));
+}
+
+/// `time` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339, UTC).
+fn utc(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let (days, of_day) = (since.as_secs() / 86_400, since.as_secs() % 86_400);
+    // Howard Hinnant's `civil_from_days`, for days since 1970-01-01.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60,
+        since.subsec_millis()
+    )
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM.
@@ -82,4 +135,19 @@ async fn stopped() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_written_as_rfc_3339_in_utc() {
+        let at = |secs, millis| utc(UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        // A leap day, and the last millisecond of a year.
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_735_689_599, 999), "2024-12-31T23:59:59.999Z");
+        assert_eq!(at(1_772_323_200, 0), "2026-03-01T00:00:00.000Z");
+    }
 }
