@@ -13,7 +13,8 @@ use crate::errors::{SiftError, read_error, write_error};
 /// (`host:port`) of one node or more. A request goes to the leader; while
 /// the cluster has no leader, or a node cannot be reached, it is retried at
 /// the next address for up to `retry_for` seconds. Writes carry a session,
-/// so a retried write is applied once.
+/// so a retried write is applied once. `token`: the cluster's token, if its
+/// nodes were started with `--token-file` (sent in clear: put TLS in front).
 #[pyclass(module = "siftdb", frozen)]
 pub struct Client {
     client: sift_raft::Client,
@@ -23,8 +24,8 @@ pub struct Client {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (addrs, *, retry_for=30.0))]
-    fn new(addrs: Bound<'_, PyAny>, retry_for: f64) -> PyResult<Self> {
+    #[pyo3(signature = (addrs, *, retry_for=30.0, token=None))]
+    fn new(addrs: Bound<'_, PyAny>, retry_for: f64, token: Option<&str>) -> PyResult<Self> {
         let addrs: Vec<String> = if let Ok(one) = addrs.extract::<String>() {
             vec![one]
         } else {
@@ -32,9 +33,14 @@ impl Client {
         };
         let retry_for = Duration::try_from_secs_f64(retry_for)
             .map_err(|e| crate::errors::invalid(format!("retry_for {retry_for}: {e}")))?;
-        let client = sift_raft::Client::of_cluster(addrs)
+        let mut client = sift_raft::Client::of_cluster(addrs)
             .ok_or_else(|| crate::errors::invalid("no address given"))?
             .retry_for(retry_for);
+        if let Some(token) = token {
+            let token = sift_raft::Token::new(token)
+                .map_err(|why| crate::errors::invalid(format!("token: {why}")))?;
+            client = client.with_token(token);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()

@@ -96,6 +96,12 @@ create_exception!(
 );
 create_exception!(
     siftdb,
+    UnauthorizedError,
+    SiftError,
+    "The cluster refused the client's token, or its lack of one (give Client(token=...) the nodes' token); nothing was applied."
+);
+create_exception!(
+    siftdb,
     NodeFailedError,
     SiftError,
     "A node's storage failed or its Raft stopped: its operator must look."
@@ -119,6 +125,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UnavailableError", py.get_type::<UnavailableError>())?;
     m.add("OutcomeUnknownError", py.get_type::<OutcomeUnknownError>())?;
     m.add("NodeFailedError", py.get_type::<NodeFailedError>())?;
+    m.add("UnauthorizedError", py.get_type::<UnauthorizedError>())?;
     Ok(())
 }
 
@@ -212,6 +219,7 @@ pub fn write_error(error: WriteError) -> PyErr {
         WriteError::NotApplied(_) => UnavailableError::new_err(message),
         WriteError::Unknown(_) => OutcomeUnknownError::new_err(message),
         WriteError::Failed(_) => NodeFailedError::new_err(message),
+        WriteError::Unauthorized(_) => UnauthorizedError::new_err(message),
     }
 }
 
@@ -222,6 +230,7 @@ pub fn read_error(error: ReadError) -> PyErr {
         ReadError::Invalid(_) => InvalidArgumentError::new_err(message),
         ReadError::Unavailable(_) => UnavailableError::new_err(message),
         ReadError::Failed(_) => NodeFailedError::new_err(message),
+        ReadError::Unauthorized(_) => UnauthorizedError::new_err(message),
     }
 }
 

@@ -25,8 +25,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def node(tmp_path):
+def serve(tmp_path, *extra):
+    """A one-node cluster, formed; yields its address."""
     if not SIFT.exists():
         if os.environ.get("SIFT_REQUIRE_SERVER"):
             pytest.fail(f"{SIFT} is missing")
@@ -34,14 +34,14 @@ def node(tmp_path):
     addr = f"127.0.0.1:{free_port()}"
     server = subprocess.Popen(
         [SIFT, "serve", "--id", "1", "--listen", addr, "--db", tmp_path / "n1",
-         "--heartbeat-ms", "100"],
+         "--heartbeat-ms", "100", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 30
         while True:
             init = subprocess.run(
-                [SIFT, "--server", addr, "cluster", "init", "--members", f"1={addr}"],
+                [SIFT, "--server", addr, *extra, "cluster", "init", "--members", f"1={addr}"],
                 capture_output=True,
             )
             if init.returncode == 0:
@@ -52,6 +52,22 @@ def node(tmp_path):
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.fixture
+def node(tmp_path):
+    yield from serve(tmp_path)
+
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def guarded_node(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    yield from serve(tmp_path, "--token-file", str(token_file))
 
 
 def test_the_client_writes_reads_scans_and_finds_through_the_cluster(node):
@@ -85,3 +101,21 @@ def test_a_cluster_that_cannot_be_reached_is_unavailable():
         client.get("a")
     with pytest.raises(siftdb.InvalidArgumentError):
         siftdb.Client([])
+
+
+def test_a_cluster_with_a_token_serves_only_clients_that_send_it(guarded_node):
+    client = siftdb.Client(guarded_node, retry_for=10, token=TOKEN)
+    client.put("a", "1")
+    assert client.get("a") == b"1"
+    started = time.monotonic()
+    for refused in (siftdb.Client(guarded_node, retry_for=10),
+                    siftdb.Client(guarded_node, retry_for=10, token="guess")):
+        with pytest.raises(siftdb.UnauthorizedError):
+            refused.put("a", "2")
+        with pytest.raises(siftdb.UnauthorizedError):
+            refused.get("a")
+    # Told at once, not retried for 10 s.
+    assert time.monotonic() - started < 5
+    assert client.get("a") == b"1"
+    with pytest.raises(siftdb.InvalidArgumentError):
+        siftdb.Client(guarded_node, token=" ")

@@ -3,6 +3,11 @@
 //! that send it are served, and a cluster of nodes that share it forms and
 //! replicates.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

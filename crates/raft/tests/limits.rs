@@ -4,6 +4,13 @@
 //! connection that dawdles over its headers is closed, and a command of
 //! too many operations is refused.
 
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+
 use std::time::{Duration, Instant};
 
 use sift_raft::api::ApiError;

@@ -143,7 +143,8 @@ mod tests {
 
     #[test]
     fn times_are_written_as_rfc_3339_in_utc() {
-        let at = |secs, millis| utc(UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis));
+        let at =
+            |secs: u64, millis: u64| utc(UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis));
         assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
         // A leap day, and the last millisecond of a year.
         assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
