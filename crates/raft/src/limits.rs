@@ -101,6 +101,14 @@ impl Limits {
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
             return Err(format!("{name} must be at least 1"));
         }
+        let times = [
+            ("header_read_timeout", self.header_read_timeout),
+            ("client_request_timeout", self.client_request_timeout),
+            ("admin_request_timeout", self.admin_request_timeout),
+        ];
+        if let Some((name, _)) = times.iter().find(|(_, t)| t.is_zero()) {
+            return Err(format!("{name} must be longer than zero"));
+        }
         if self.max_body_bytes_in_flight < MAX_REQUEST_BYTES {
             return Err(format!(
                 "max_body_bytes_in_flight ({}) must hold one largest request ({MAX_REQUEST_BYTES} bytes)",

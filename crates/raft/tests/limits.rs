@@ -166,9 +166,17 @@ async fn request_bytes_in_flight_are_bounded() {
     let dir = tempfile::TempDir::new().unwrap();
     let mut options = NodeOptions::new(2, "127.0.0.1:0".parse().unwrap(), dir.path());
     options.limits.max_body_bytes_in_flight = MAX_REQUEST_BYTES - 1;
-    let refused = Node::start(options).await.unwrap_err();
+    let refused = Node::start(options.clone()).await.unwrap_err();
     assert!(
         refused.to_string().contains("max_body_bytes_in_flight"),
+        "{refused}"
+    );
+    // Nor one that closes every connection at once.
+    options.limits = sift_raft::Limits::default();
+    options.limits.header_read_timeout = Duration::ZERO;
+    let refused = Node::start(options).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("header_read_timeout"),
         "{refused}"
     );
     node.shutdown().await;
