@@ -31,9 +31,10 @@ pub fn run(
     command: Command,
     out: &mut Output,
 ) -> Outcome {
-    let token = token_file.map(remote::read_token).transpose()?;
+    // Read only where it is used: a local command ignores it.
+    let token = || token_file.map(remote::read_token).transpose();
     if let Some(server) = server {
-        return remote::run(server, token, command, out);
+        return remote::run(server, token()?, command, out);
     }
     match command {
         Command::Put { key, value } => kv::put(db, &key, &value, out),
@@ -49,7 +50,7 @@ pub fn run(
         Command::DumpSst(args) => dump_sst::run(&args, out),
         Command::Compact => compact::run(db, out),
         Command::Demo(args) => crate::demo::run(&args, out),
-        Command::Serve(args) => serve::run(db, &args, token),
+        Command::Serve(args) => serve::run(db, &args, token()?),
         Command::Cluster(_) => Err(Failure::usage("cluster commands need --server HOST:PORT")),
     }
 }
