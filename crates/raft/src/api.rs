@@ -134,6 +134,10 @@ pub struct Status {
     pub last_applied: Option<u64>,
     /// Index of the last entry in its snapshot.
     pub snapshot: Option<u64>,
+    /// Index of the last entry purged from its log: a follower behind it
+    /// catches up by snapshot.
+    #[serde(default)]
+    pub purged: Option<u64>,
     /// Snapshot transfers it began receiving since it started (a transfer
     /// the leader gave up on and began again counts again).
     #[serde(default)]

@@ -13,10 +13,51 @@ pub(crate) const MEMBERSHIP: &[u8] = b"\x00membership";
 
 /// Prefix of the client sessions' records, followed by the big-endian id.
 pub(crate) const SESSION: &[u8] = b"\x00session:";
+/// Prefix of the sessions' outcomes, followed by the big-endian id and
+/// request number.
+pub(crate) const OUTCOME: &[u8] = b"\x00outcome:";
+/// Prefix of the sessions by age, followed by the big-endian log index of
+/// a session's last request and its id (the value is empty).
+pub(crate) const SESSION_AGE: &[u8] = b"\x00session-age:";
+/// Set once the sessions' records are in the layout above (before, one
+/// record held a session's outcomes, and no age was kept).
+pub(crate) const SESSIONS_SPLIT: &[u8] = b"\x00sessions-split";
 
 /// The state machine's key of session `id`.
 pub(crate) fn session(id: u64) -> Vec<u8> {
     [SESSION, &id.to_be_bytes()].concat()
+}
+
+/// The session id of a [`session`] key.
+pub(crate) fn session_of(key: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(
+        key.strip_prefix(SESSION)?.try_into().ok()?,
+    ))
+}
+
+/// The prefix of session `id`'s outcomes.
+pub(crate) fn outcome_prefix(id: u64) -> Vec<u8> {
+    [OUTCOME, &id.to_be_bytes()].concat()
+}
+
+/// The key of the outcome of request `seq` of session `id`.
+pub(crate) fn outcome(id: u64, seq: u64) -> Vec<u8> {
+    [&outcome_prefix(id)[..], &seq.to_be_bytes()].concat()
+}
+
+/// The key saying session `id`'s last request was applied at `index`.
+pub(crate) fn session_age(index: u64, id: u64) -> Vec<u8> {
+    [SESSION_AGE, &index.to_be_bytes(), &id.to_be_bytes()].concat()
+}
+
+/// The session id a [`session_age`] key names, and the index.
+pub(crate) fn session_age_of(key: &[u8]) -> Option<(u64, u64)> {
+    let rest = key.strip_prefix(SESSION_AGE)?;
+    let (index, id) = rest.split_at_checked(8)?;
+    Some((
+        u64::from_be_bytes(index.try_into().ok()?),
+        u64::from_be_bytes(id.try_into().ok()?),
+    ))
 }
 
 /// Prefix of the log's entries, followed by the big-endian index.
@@ -80,5 +121,8 @@ mod tests {
         assert_eq!(entry_of(b"m:vote"), None);
         assert_eq!(entry_of(b"e123"), None);
         assert_eq!(data(b"k"), b"\x01k");
+        assert_eq!(session_age_of(&session_age(300, 7)), Some((300, 7)));
+        assert_eq!(session_age_of(b"\x00session-age:short"), None);
+        assert!(session_age(1, u64::MAX) < session_age(2, 0));
     }
 }

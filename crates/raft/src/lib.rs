@@ -29,6 +29,7 @@ mod keys;
 mod limits;
 pub mod linearizable;
 mod listener;
+mod log_retention;
 mod log_store;
 pub mod malloc;
 mod network;

@@ -19,6 +19,7 @@ use crate::auth::{Token, authorize};
 use crate::codec::encode;
 use crate::command::{Outcome, Request, Session};
 use crate::limits::{Limits, check_ops};
+use crate::log_retention::Retention;
 use crate::network::{FROM, Network, Partition};
 use crate::sessions::MAX_OUTCOMES;
 use crate::state_machine::{DataHandle, DataSettings};
@@ -49,6 +50,11 @@ pub struct NodeOptions {
     /// must carry it (clients' and peers'), and this node sends it to its
     /// peers. `None`: anyone who can reach the node may do anything.
     pub token: Option<Token>,
+    /// The most entries, past those `config.max_in_snapshot_log_to_keep`
+    /// keeps behind the snapshot, that a leader keeps for followers
+    /// catching up (a far-behind one installing a snapshot needs the log
+    /// after it): see `log_retention`.
+    pub log_held_for_followers: u64,
 }
 
 /// The default heartbeat interval, in milliseconds. openraft gives each
@@ -89,6 +95,7 @@ impl NodeOptions {
             data: DataSettings::default(),
             limits: Limits::default(),
             token: None,
+            log_held_for_followers: 100_000,
         }
         .heartbeat(DEFAULT_HEARTBEAT_MS)
     }
@@ -124,8 +131,9 @@ impl NodeOptions {
 
     /// Builds a snapshot every `entries` applied entries and keeps that
     /// many entries of log behind it: a follower further behind than that
-    /// catches up by snapshot. (The default: every 10,000, keeping
-    /// openraft's 1,000.)
+    /// catches up by snapshot, and the leader keeps the log after it while
+    /// it does (`log_held_for_followers`). (The default: every 10,000,
+    /// keeping openraft's 1,000.)
     #[must_use]
     pub fn snapshot_every(mut self, entries: u64) -> Self {
         self.config.snapshot_policy = openraft::SnapshotPolicy::LogsSinceLast(entries);
@@ -161,6 +169,8 @@ pub struct Node {
     addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
+    /// Purges the log (`log_retention`).
+    retention: tokio::task::JoinHandle<()>,
 }
 
 impl Node {
@@ -170,10 +180,18 @@ impl Node {
     /// [`ApiError::Invalid`] for a bad configuration; [`ApiError::Unavailable`]
     /// if the storage cannot be opened or the address bound.
     pub async fn start(options: NodeOptions) -> Result<Self, ApiError> {
-        let config = options
-            .config
-            .validate()
-            .map_err(|e| ApiError::Invalid(e.to_string()))?;
+        let retention = Retention {
+            keep: options.config.max_in_snapshot_log_to_keep,
+            hold_limit: options.log_held_for_followers,
+            patience: Duration::from_millis(options.config.heartbeat_interval.saturating_mul(5)),
+        };
+        // The log's purges are `retention`'s, not openraft's.
+        let config = Config {
+            max_in_snapshot_log_to_keep: u64::MAX,
+            ..options.config.clone()
+        }
+        .validate()
+        .map_err(|e| ApiError::Invalid(e.to_string()))?;
         options.limits.validate().map_err(ApiError::Invalid)?;
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
@@ -187,6 +205,7 @@ impl Node {
             .await
             .map_err(|e| ApiError::Unavailable(format!("{}: {e}", options.dir.display())))?;
         let (data, snapshot_transfers) = (sm.data(), sm.snapshot_transfers());
+        let snapshot_reads = sm.snapshot_reads();
         let client = reqwest::Client::new();
         let partition = Partition::default();
         let network = Network {
@@ -208,6 +227,7 @@ impl Node {
             limits: options.limits.clone(),
             token: options.token,
         });
+        let retention = tokio::spawn(retention.run(shared.raft.clone(), snapshot_reads));
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let router = crate::server::router(Arc::clone(&shared));
         let limits = options.limits;
@@ -222,6 +242,7 @@ impl Node {
             addr,
             stop: Some(stop),
             server: Some(server),
+            retention,
         })
     }
 
@@ -281,6 +302,7 @@ impl Node {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        self.retention.abort();
         let _ = self.shared.raft.shutdown().await;
         if let Some(server) = self.server.take() {
             server.abort();
@@ -454,6 +476,7 @@ impl Shared {
             last_log_index: metrics.last_log_index,
             last_applied: metrics.last_applied.map(|id| id.index),
             snapshot: metrics.snapshot.map(|id| id.index),
+            purged: metrics.purged.map(|id| id.index),
             snapshot_transfers: self.snapshot_transfers.load(Ordering::Relaxed),
         }
     }

@@ -12,7 +12,7 @@
 //! machine's data may still be behind the snapshot after a crash:
 //! [`crate::open_storage`] installs the current snapshot again then.)
 //!
-//! A purge openraft asks for after a build never waits: it stops at the
+//! A purge `log_retention` asks for after a build never waits: it stops at the
 //! snapshot just built.
 
 use tokio::sync::watch;

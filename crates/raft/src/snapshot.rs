@@ -112,6 +112,23 @@ impl Drop for Lease {
     }
 }
 
+/// Whether a snapshot is being read (sent to a follower): the log's
+/// retention waits for every follower meanwhile (`log_retention`).
+#[derive(Clone, Debug)]
+pub(crate) struct SnapshotReads(Arc<Mutex<Readers>>);
+
+impl SnapshotReads {
+    /// Whether any stream of a snapshot is open.
+    pub(crate) fn any(&self) -> bool {
+        !self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .count
+            .is_empty()
+    }
+}
+
 impl Snapshots {
     /// The snapshots in `dir`, created if missing; drops what an
     /// interrupted build or transfer left.
@@ -210,6 +227,11 @@ impl Snapshots {
             }
         }
         let _ = files::remove(self.fs.as_ref(), &self.path(n));
+    }
+
+    /// Whether a snapshot is being read.
+    pub(crate) fn reads(&self) -> SnapshotReads {
+        SnapshotReads(Arc::clone(&self.readers))
     }
 
     /// A lease on snapshot `n`'s directory (taken while `n` is current,

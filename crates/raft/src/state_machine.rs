@@ -31,7 +31,7 @@ use crate::keys;
 use crate::log_store::io_error;
 use crate::purge_gate::PurgeWait;
 use crate::sessions::{self, Verdict};
-use crate::snapshot::{Meta, SnapshotBuilder, Snapshots, read_applied};
+use crate::snapshot::{Meta, SnapshotBuilder, SnapshotReads, Snapshots, read_applied};
 use crate::snapshot_file::SnapshotFile;
 use crate::types::{NodeId, TypeConfig};
 
@@ -241,6 +241,11 @@ impl StateMachine {
         Arc::clone(&self.snapshots.transfers)
     }
 
+    /// Whether a snapshot is being sent, for the log's retention.
+    pub(crate) fn snapshot_reads(&self) -> SnapshotReads {
+        self.snapshots.reads()
+    }
+
     /// What the log's purges wait for.
     pub(crate) fn purge_wait(&self) -> PurgeWait {
         self.snapshots.gate.waiter()
@@ -399,9 +404,12 @@ impl DataSettings {
     }
 }
 
-/// Opens a generation of the database on `fs`, as `settings` say.
+/// Opens a generation of the database on `fs`, as `settings` say, its
+/// sessions in the present layout.
 pub(crate) fn open_data(fs: &Fs, dir: &Path, settings: &DataSettings) -> siftdb::Result<Db> {
-    open_data_with(fs, dir, settings, None)
+    let db = open_data_with(fs, dir, settings, None)?;
+    sessions::split(&db)?;
+    Ok(db)
 }
 
 /// [`open_data`], holding at most `max_open_files` table files open (`None`:
@@ -505,6 +513,10 @@ fn apply_entries(db: &Db, entries: Vec<Entry>) -> StorageResult<Applied> {
             io_error(ErrorSubject::Apply(entry.log_id), ErrorVerb::Write, e)
         };
         let mut batch = WriteBatch::new();
+        let applying = match &entry.payload {
+            EntryPayload::Normal(request) => request.session.map(|s| s.id),
+            _ => None,
+        };
         let outcome = match entry.payload {
             EntryPayload::Blank => Outcome::Internal,
             EntryPayload::Normal(request) => {
@@ -518,7 +530,7 @@ fn apply_entries(db: &Db, entries: Vec<Entry>) -> StorageResult<Applied> {
                 Outcome::Internal
             }
         };
-        sessions::sweep(db, entry.log_id.index, &mut batch)
+        sessions::sweep(db, entry.log_id.index, applying, &mut batch)
             .map_err(|e| fail(&std::io::Error::other(e)))?;
         batch.insert(keys::APPLIED, encode(&entry.log_id).map_err(|e| fail(&e))?);
         db.write(&batch).map_err(|e| fail(&e))?;

@@ -4,6 +4,8 @@
 //! bounded.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sift_raft::api::{ApiError, Status};
@@ -78,6 +80,9 @@ async fn a_node_behind_a_purged_log_catches_up_by_snapshot() {
     cluster
         .wait_for(leader, "no snapshot", snapshot_at_250)
         .await;
+    // And the log purged past the stopped node: it is not waited for.
+    let purged = |s: &Status| s.purged.is_some_and(|p| p >= 250);
+    cluster.wait_for(leader, "no purge", purged).await;
     cluster.boot(behind, listen).await;
     cluster.converge().await;
     assert!(
@@ -372,6 +377,10 @@ async fn a_follower_catches_up_by_a_snapshot_that_takes_long_to_install() {
             .is_some_and(|snap| s.last_applied.unwrap() - snap < 10)
     };
     cluster.wait_for(leader, "no last snapshot", settled).await;
+    // And the log purged past the stopped node, once it has been silent
+    // long enough not to be waited for.
+    let purged = |s: &Status| s.snapshot.is_some() && s.purged == s.snapshot;
+    cluster.wait_for(leader, "no purge", purged).await;
     cluster.boot(behind, listen).await;
     cluster.converge().await;
     // Each snapshot sent once: the leader waited for the install (with
@@ -446,4 +455,68 @@ async fn an_index_defined_through_the_log_reaches_every_node() {
     cluster.client(2).drop_index("size").await.unwrap();
     let dropped = cluster.client(3).find("size", b"L", 10).await;
     assert!(matches!(dropped, Err(ReadError::Invalid(_))), "{dropped:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_far_behind_catches_up_while_writes_go_on() {
+    // A snapshot every 20 entries, with no log kept behind it: while the
+    // learner installs one (96 MiB), the writes below make several more.
+    // The leader must keep the log the learner needs next, or the learner
+    // is sent snapshot after snapshot for as long as the writes go on.
+    let mut cluster = Cluster::start_with(20, sift_raft::DEFAULT_HEARTBEAT_MS).await;
+    let leader = cluster.leader().await;
+    let value = vec![5u8; 4 << 20];
+    for i in 0..24 {
+        cluster.client(leader).put(&key(i), &value).await.unwrap();
+    }
+    for i in 24..100 {
+        cluster.client(leader).put(&key(i), b"small").await.unwrap();
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (client, done) = (cluster.client(leader), Arc::clone(&done));
+        tokio::spawn(async move {
+            let mut written = 0;
+            while !done.load(Ordering::Relaxed) {
+                client.put(&key(1000 + written), b"small").await.unwrap();
+                written += 1;
+            }
+            written
+        })
+    };
+    cluster.dirs.insert(4, cluster._dir.path().join("n4"));
+    cluster.boot(4, "127.0.0.1:0".parse().unwrap()).await;
+    let addr = cluster.addrs[&4].to_string();
+    cluster.client(leader).add_learner(4, &addr).await.unwrap();
+    // Caught up while the writes go on: by the log after its snapshot, and
+    // within a few entries of the leader.
+    let start = Instant::now();
+    let lag = || {
+        let (leading, learning) = (cluster.status(leader), cluster.status(4));
+        let by_log = learning.last_applied > learning.snapshot;
+        let behind = leading.last_applied.unwrap_or(0) - learning.last_applied.unwrap_or(0);
+        (by_log && behind <= 20, learning)
+    };
+    while !lag().0 && start.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (caught_up, learning) = lag();
+    done.store(true, Ordering::Relaxed);
+    let written = writer.await.unwrap();
+    assert!(
+        caught_up,
+        "not caught up after {:?} and {written} writes: {learning:?}",
+        start.elapsed()
+    );
+    let transfers = learning.snapshot_transfers;
+    assert!(transfers <= 2, "{transfers} snapshot transfers");
+    cluster.converge().await;
+    let last = key(1000 + written - 1);
+    assert_eq!(
+        cluster.nodes[&4].data().get(&last).unwrap(),
+        Some(b"small".to_vec())
+    );
+    // With every node caught up, the leader purges up to its snapshot again.
+    let purged = |s: &Status| s.snapshot.is_some() && s.purged == s.snapshot;
+    cluster.wait_for(leader, "no purge", purged).await;
 }

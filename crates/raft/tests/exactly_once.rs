@@ -332,3 +332,44 @@ async fn a_session_with_1024_unanswered_requests_is_refused_more_until_it_acknow
         Some(&b"v"[..])
     );
 }
+
+/// The review's case: 1,024 unanswered transactions of one session, each
+/// conflicting on a key at the limit, hold 64 MiB of outcomes. Kept in one
+/// record, they passed the engine's value limit and every node stopped on
+/// the entry; each outcome is a record of its own.
+#[test]
+fn a_session_full_of_conflicts_on_the_longest_keys_keeps_applying() {
+    let runtime = runtime();
+    let mut sm = Applier::new(&runtime);
+    let conflict = |seq: u64| {
+        let mut key = vec![b'k'; MAX_KEY_LEN];
+        key[..8].copy_from_slice(&seq.to_be_bytes());
+        let txn = Command::Txn {
+            checks: vec![Check {
+                key: key.clone(),
+                value: Some(b"never".to_vec()),
+            }],
+            ops: vec![],
+        };
+        (key, txn)
+    };
+    for seq in 1..=1024 {
+        let (key, txn) = conflict(seq);
+        assert_eq!(
+            sm.apply(&runtime, request(7, seq, 1, txn)),
+            Outcome::Conflict { key },
+            "{seq}"
+        );
+    }
+    let (_, txn) = conflict(1025);
+    assert_eq!(
+        sm.apply(&runtime, request(7, 1025, 1, txn)),
+        Outcome::TooManyUnanswered
+    );
+    // A retry still answers its own outcome.
+    let (key, txn) = conflict(3);
+    assert_eq!(
+        sm.apply(&runtime, request(7, 3, 1, txn)),
+        Outcome::Conflict { key }
+    );
+}
