@@ -15,7 +15,7 @@ use crate::manifest::VersionEdit;
 use crate::version::{LiveTable, Version};
 
 use super::background::panic_message;
-use super::flush::{FilterSizing, Outputs, projected_entries};
+use super::flush::{FilterSizing, Outputs, TableJob, projected_entries};
 use super::{Inner, State, SuperVersion, lock, read, write};
 
 /// Uses per table, on average, that a level's tables must have seen before
@@ -211,7 +211,7 @@ impl Inner {
                 None,
                 &sizing,
                 task.target_table_bytes,
-                true,
+                TableJob::Compaction,
             )
         };
         let merged: Vec<Result<Outputs>> = match pieces.as_slice() {
@@ -241,7 +241,6 @@ impl Inner {
         self.replace_tables(&inputs, outputs)?;
         self.counters.with(|c| {
             c.compactions.add(1);
-            c.compaction_bytes_written.add(written);
             c.level(task.output_level).bytes_written.add(written);
             for input in &inputs {
                 c.level(input.meta.level as usize)

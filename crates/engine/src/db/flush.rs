@@ -55,6 +55,19 @@ impl FilterSizing {
 }
 
 /// Tables written by one flush or compaction, not yet in any version.
+/// What [`Inner::write_tables`] writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TableJob {
+    /// A memtable's flush: done before shutdown ends.
+    Flush,
+    /// A compaction: abandoned at shutdown, and its bytes counted in
+    /// `compaction_bytes_written` as each table is finished, so a long one
+    /// shows its progress (`sift compact`'s bar).
+    Compaction,
+    /// A backfill's rewrite of one table: abandoned at shutdown.
+    Backfill,
+}
+
 pub(super) struct Outputs {
     pub metas: Vec<TableMeta>,
     pub opened: BTreeMap<u64, Arc<LiveTable>>,
@@ -79,7 +92,7 @@ impl Inner {
             Some(id),
             &FilterSizing::by_level(projected),
             u64::MAX,
-            false,
+            TableJob::Flush,
         )?;
         let mut state = lock(&self.state);
         let now = self.current();
@@ -173,7 +186,7 @@ impl Inner {
         first_id: Option<u64>,
         sizing: &FilterSizing,
         target_bytes: u64,
-        abort_on_shutdown: bool,
+        job: TableJob,
     ) -> Result<Outputs> {
         let mut outputs = Outputs {
             metas: Vec::new(),
@@ -195,7 +208,7 @@ impl Inner {
         let mut first_id = first_id;
         for (count, entry) in entries.enumerate() {
             let entry = entry?;
-            if abort_on_shutdown && count % 4096 == 0 && lock(&self.state).shutting_down {
+            if job != TableJob::Flush && count % 4096 == 0 && lock(&self.state).shutting_down {
                 self.discard(&outputs, builder.as_ref().map(|(id, _)| *id));
                 return Err(Error::Background("shutting down".into()));
             }
@@ -207,6 +220,7 @@ impl Inner {
                     .is_some_and(|(_, b)| b.estimated_size() >= target_bytes);
                 if full && let Some((id, done)) = builder.take() {
                     self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
+                    self.count_written(job, &outputs);
                 }
                 last_user_key = Some(entry.key.user_key.clone());
             }
@@ -235,6 +249,7 @@ impl Inner {
         }
         if let Some((id, done)) = builder {
             self.finish_table(done, id, level, &mut run_id, &mut outputs)?;
+            self.count_written(job, &outputs);
         }
         // The edit naming these tables must never reach the manifest before
         // their names are durable.
@@ -244,6 +259,15 @@ impl Inner {
             .sync_dir(dir)
             .map_err(|e| Error::io(dir, e))?;
         Ok(outputs)
+    }
+
+    /// Counts the table `job` has just finished, the last of `outputs`.
+    fn count_written(&self, job: TableJob, outputs: &Outputs) {
+        if let (TableJob::Compaction, Some(meta)) = (job, outputs.metas.last()) {
+            let bytes = meta.file_size;
+            self.counters
+                .with(|c| c.compaction_bytes_written.add(bytes));
+        }
     }
 
     fn finish_table(

@@ -54,7 +54,7 @@ use crate::version::SharedTables;
 use crate::version::{LiveTable, Version, VersionSet};
 use builder::Options;
 use counters::Counters;
-use flush::{FilterSizing, projected_entries};
+use flush::{FilterSizing, TableJob, projected_entries};
 use sift_value_index::Method;
 
 /// An open database. Cheap to share between threads (`Db: Send + Sync`;

@@ -315,7 +315,7 @@ impl Inner {
             None,
             &super::flush::FilterSizing::by_level(projected),
             u64::MAX,
-            false,
+            super::flush::TableJob::Flush,
         )?;
         let mut state = super::lock(&self.state);
         let edit = VersionEdit {

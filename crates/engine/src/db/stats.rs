@@ -36,7 +36,9 @@ pub struct Stats {
     pub flushes: u64,
     /// Compactions completed.
     pub compactions: u64,
-    /// Bytes of tables written by compactions.
+    /// Bytes of tables written by compactions, counted as each table is
+    /// finished (so a long compaction's progress shows, and a compaction
+    /// that fails counts what it wrote).
     pub compaction_bytes_written: u64,
     /// One entry per level, L0 first.
     pub levels: Vec<LevelStats>,

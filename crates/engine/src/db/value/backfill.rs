@@ -9,7 +9,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::compaction::OutputRun;
-use crate::db::{Db, FilterSizing, Inner, lock, projected_entries, try_write, write};
+use crate::db::{Db, FilterSizing, Inner, TableJob, lock, projected_entries, try_write, write};
 use crate::error::Result;
 use crate::value_def::IndexRecord;
 use crate::version::{LiveTable, Version};
@@ -89,7 +89,7 @@ impl Inner {
             None,
             &FilterSizing::by_level(projected),
             u64::MAX,
-            true,
+            TableJob::Backfill,
         )?;
         self.replace_tables(std::slice::from_ref(table), outputs)
     }
