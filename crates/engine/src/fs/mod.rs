@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 #[cfg(any(test, feature = "fuzzing"))]
-pub use fault::{FaultInjectionFs, FaultOp, SyncHook, SyncPoint};
+pub use fault::{FaultEffect, FaultInjectionFs, FaultOp, SyncHook, SyncPoint};
 pub use read_only::ReadOnlyFs;
 pub use std_fs::StdFs;
 

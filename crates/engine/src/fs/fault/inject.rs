@@ -1,7 +1,9 @@
 //! Injected I/O errors: [`FaultInjectionFs::inject`] makes the next
 //! operations of one kind on matching files fail, as a full disk or a
-//! dying device would, and [`FaultInjectionFs::limit_open_files`] imposes
-//! a descriptor limit, as `ulimit -n` does.
+//! dying device would, [`FaultInjectionFs::inject_later`] hits one chosen
+//! operation further on, with an error or a panic (a buggy file system,
+//! a failed allocation), and [`FaultInjectionFs::limit_open_files`]
+//! imposes a descriptor limit, as `ulimit -n` does.
 
 use std::io;
 use std::path::Path;
@@ -33,13 +35,25 @@ pub enum FaultOp {
     Read,
 }
 
-/// One injected fault: the next `times` operations `op` on a path whose
-/// file name contains `name` fail.
+/// What an injected fault does to the operation it hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultEffect {
+    /// The call returns an I/O error.
+    Error,
+    /// The call panics, before it has any effect.
+    Panic,
+}
+
+/// One injected fault: after letting `skip` matching operations through,
+/// the next `times` operations `op` on a path whose file name contains
+/// `name` fail as `effect` says.
 #[derive(Debug, Clone)]
 struct Fault {
     op: FaultOp,
     name: String,
+    skip: usize,
     times: usize,
+    effect: FaultEffect,
 }
 
 /// The faults still to fire.
@@ -51,11 +65,36 @@ impl FaultInjectionFs {
     /// `name` (`""` for any) fail with an I/O error. Faults add up; each
     /// operation consumes the first that matches.
     pub fn inject(&self, op: FaultOp, name: &str, times: usize) {
-        lock(&self.state).faults.0.push(Fault {
+        self.push(Fault {
             op,
             name: name.to_owned(),
+            skip: 0,
             times,
+            effect: FaultEffect::Error,
         });
+    }
+
+    /// Lets the next `skip` operations `op` on files whose name contains
+    /// `name` through, then makes one fail as `effect` says: a sweep over
+    /// `skip` hits each such operation of a workload in turn.
+    pub fn inject_later(&self, op: FaultOp, name: &str, skip: usize, effect: FaultEffect) {
+        self.push(Fault {
+            op,
+            name: name.to_owned(),
+            skip,
+            times: 1,
+            effect,
+        });
+    }
+
+    fn push(&self, fault: Fault) {
+        lock(&self.state).faults.0.push(fault);
+    }
+
+    /// Whether an injected fault has yet to fire.
+    #[must_use]
+    pub fn armed(&self) -> bool {
+        !lock(&self.state).faults.0.is_empty()
     }
 
     /// Removes every injected fault that has not fired.
@@ -63,7 +102,8 @@ impl FaultInjectionFs {
         lock(&self.state).faults.0.clear();
     }
 
-    /// The injected error for `op` on `path`, if one is due.
+    /// The injected error for `op` on `path`, if one is due; panics if
+    /// the fault due is a panic.
     pub(super) fn check(&self, op: FaultOp, path: &Path) -> io::Result<()> {
         let mut state = lock(&self.state);
         let name = path
@@ -77,10 +117,23 @@ impl FaultInjectionFs {
         else {
             return Ok(());
         };
-        faults[at].times -= 1;
-        if faults[at].times == 0 {
+        let fault = &mut faults[at];
+        if fault.skip > 0 {
+            fault.skip -= 1;
+            return Ok(());
+        }
+        fault.times -= 1;
+        let effect = fault.effect;
+        if fault.times == 0 {
             faults.remove(at);
         }
+        // Not while holding the state: the rest of the test uses it.
+        drop(state);
+        assert!(
+            effect == FaultEffect::Error,
+            "injected {op:?} panic on {}",
+            path.display()
+        );
         Err(io::Error::other(format!(
             "injected {op:?} error on {}",
             path.display()

@@ -22,7 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use inject::FaultOp;
+pub use inject::{FaultEffect, FaultOp};
 
 use super::{FileSystem, LockGuard, ReadableFile, WritableFile};
 
@@ -505,6 +505,25 @@ mod tests {
         // The removal of the file was never made durable: after a power cut
         // it is back, and so is its directory.
         assert_eq!(fs.crash().list(&top.join("sub")).unwrap(), ["inner"]);
+    }
+
+    #[test]
+    fn a_later_fault_lets_the_skipped_operations_through_then_hits_one() {
+        let fs = FaultInjectionFs::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let mut file = fs.create(Path::new("/d/f.wal")).unwrap();
+        fs.inject_later(FaultOp::Append, ".wal", 2, FaultEffect::Panic);
+        file.append(b"1").unwrap();
+        file.append(b"2").unwrap();
+        assert!(fs.armed());
+        let hit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.append(b"3")));
+        assert!(hit.is_err(), "the third append did not panic");
+        assert!(!fs.armed());
+        file.append(b"4").unwrap();
+        assert_eq!(fs.contents(Path::new("/d/f.wal")).unwrap(), b"124");
+        fs.inject_later(FaultOp::Sync, "", 0, FaultEffect::Error);
+        assert!(file.sync().is_err());
+        file.sync().unwrap();
     }
 
     #[test]
