@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use siftdb::fs::{FaultInjectionFs, FaultOp};
+use siftdb::fs::{FaultEffect, FaultInjectionFs, FaultOp};
 use siftdb::{Db, Error, PersistMode, WriteOptions};
 
 fn builder(fs: &FaultInjectionFs) -> siftdb::DbBuilder {
@@ -144,6 +144,67 @@ fn a_failed_sync_during_rotation_fails_the_database() {
         // holds them); a clean reopen keeps every one.
         recovers(&fs, failed_at);
     }
+}
+
+/// The same, when the file system panics instead, at each step of a
+/// rotation and of a range compaction on the caller's thread: the call
+/// fails and so does the database, as an error does (the panic reached the
+/// caller, and the database went on with a half-made WAL or edit).
+#[test]
+fn a_panicking_file_system_call_in_a_rotation_or_range_compaction_fails_the_database() {
+    // Each fault, and whether it is met by a flush's rotation or by the
+    // range compaction after it.
+    let cases = [
+        (FaultOp::Sync, ".wal", false),
+        (FaultOp::Create, ".wal", false),
+        (FaultOp::SyncDir, "db", false),
+        (FaultOp::Create, ".sst", true),
+        (FaultOp::Append, ".sst", true),
+    ];
+    for (op, name, compacting) in cases {
+        let fs = FaultInjectionFs::new();
+        let db = builder(&fs).open().unwrap();
+        write(&db, 0, 40);
+        if compacting {
+            db.flush().unwrap();
+        }
+        fs.inject_later(op, name, 0, FaultEffect::Panic);
+        let flushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            db.flush()?;
+            db.compact()
+        }));
+        let Ok(flushed) = flushed else {
+            panic!("{op:?} {name}: the panic reached the caller");
+        };
+        assert!(flushed.is_err(), "{op:?} {name}: the fault did not fire");
+        fs.heal();
+        assert!(is_refused(db.insert(b"later", b"refused")), "{op:?} {name}");
+        drop(db);
+        recovers(&fs, 40);
+    }
+}
+
+/// The last holder of a replaced table deletes its file, wherever that is
+/// (here a reader; a writer midway through its write group as well): a
+/// panicking removal must not unwind there. The file is left for the next
+/// open to delete.
+#[test]
+fn a_panicking_removal_of_a_replaced_table_stays_in_the_drop() {
+    let fs = FaultInjectionFs::new();
+    let db = builder(&fs).open().unwrap();
+    write(&db, 0, 40);
+    db.flush().unwrap();
+    let mut reader = db.range::<&[u8], _>(..);
+    assert!(reader.next().is_some());
+    db.compact().unwrap();
+    fs.inject_later(FaultOp::Remove, ".sst", 0, FaultEffect::Panic);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(reader)));
+    assert!(dropped.is_ok(), "the removal's panic left the drop");
+    assert!(!fs.armed(), "no removal was tried");
+    fs.heal();
+    db.insert(b"later", b"works").unwrap();
+    drop(db);
+    recovers(&fs, 40);
 }
 
 /// A failed read is an error for that read only.

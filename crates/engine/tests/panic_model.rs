@@ -764,10 +764,14 @@ fn sweep(background: bool) {
         let plan = Plan::draw(seed, background);
         let result = catching(|| round(&plan, &mut tally)).unwrap_or_else(Err);
         if let Err(problem) = result {
-            panic!(
+            // Printed here: the problem may quote an injected panic, which
+            // the quiet hook would hide.
+            let failed = format!(
                 "round {seed}: {problem}\nplan: {plan:?}\nreplay: \
                  SIFT_PANIC_MODEL_SEED={seed} SIFT_PANIC_MODEL_ROUNDS=1"
             );
+            eprintln!("{failed}");
+            panic!("{failed}");
         }
     }
     eprintln!("{rounds} rounds, background threads {background}: {tally:?}");

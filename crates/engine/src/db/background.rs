@@ -135,7 +135,7 @@ impl Inner {
     /// Background work run on a writer's or caller's thread: a panic in it
     /// fails the database, as it does on a background thread, and comes
     /// back as the error (or every later write would meet it again).
-    fn inline<T>(&self, what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    pub(super) fn inline<T>(&self, what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
             let err = panicked(what, panic.as_ref());
             self.fail(&err);

@@ -94,7 +94,9 @@ impl Inner {
             let Some(task) = tasks.into_iter().next() else {
                 return Ok(());
             };
-            self.run(&version, &task)?;
+            // On the caller's thread: a panic fails the database, as it
+            // would on a compaction thread.
+            self.inline("a range compaction", || self.run(&version, &task))?;
         }
     }
 

@@ -361,7 +361,10 @@ impl Inner {
         let number = self.new_file_number();
         let path = self.file(&filenames::wal(number));
         let fs = self.options.fs.as_ref();
-        let started = writer.wal.sync().and_then(|()| {
+        // A panic in them (a file system's) fails the database as an error
+        // does: the old WAL may be half synced, the new one half made.
+        let started = super::background::catch_panic("a WAL rotation", || {
+            writer.wal.sync()?;
             let wal = LogWriter::create(fs, &path, LogKind::Wal)?;
             fs.sync_dir(&self.options.path)
                 .map_err(|e| Error::io(&self.options.path, e))?;

@@ -194,8 +194,12 @@ impl Drop for LiveTable {
             self.shared.files.forget(self.meta.id);
             // Readers that still iterate hold the open file, which outlives
             // its name. A failed removal leaves an orphan that the next open
-            // deletes, so there is nothing better to do with the error.
-            let _ = self.shared.fs.remove(self.slot.path());
+            // deletes, so there is nothing better to do with the error. A
+            // panicking removal is caught like a failed one: this runs
+            // wherever the last holder lets go, a writer midway through its
+            // write group say, which must not unwind from here.
+            let (fs, path) = (&self.shared.fs, self.slot.path());
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fs.remove(path)));
         }
     }
 }
