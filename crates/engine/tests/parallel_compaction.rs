@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use std::sync::{Arc, Mutex};
 
-use siftdb::fs::SyncPoint;
+use siftdb::fs::{FaultInjectionFs, SyncPoint};
 use siftdb::{CompactionStyle, Db, WriteBatch};
 
 fn key(i: u32) -> Vec<u8> {
@@ -127,37 +127,51 @@ fn waiting_for_compactions_leaves_every_level_under_its_trigger() {
     }
 }
 
+/// A database of small tables, inline (no background threads), on `fs`.
+#[expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+fn small_tables(fs: &FaultInjectionFs) -> Arc<Db> {
+    let db = Db::builder("/db")
+        .file_system(Arc::new(fs.clone()))
+        .memtable_bytes(64 << 10)
+        .table_target_bytes(4 << 10)
+        .background_threads(false)
+        .open()
+        .unwrap();
+    Arc::new(db)
+}
+
+/// What `read` says of `db` at every sync from now on.
+#[expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+fn at_each_sync(fs: &FaultInjectionFs, db: &Arc<Db>, read: fn(&Db) -> u64) -> Arc<Mutex<Vec<u64>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (watched, record) = (Arc::downgrade(db), Arc::clone(&seen));
+    fs.on_sync(Arc::new(move |_: &_, _: SyncPoint<'_>| {
+        if let Some(db) = watched.upgrade() {
+            record.lock().unwrap().push(read(&db));
+        }
+    }));
+    seen
+}
+
 /// `sift compact`'s bar reads `compaction_bytes_written` as the compaction
 /// runs: it must grow table by table, not only once the whole compaction
 /// is installed (the bar stayed at 0 until done).
 #[test]
 fn a_long_compaction_counts_its_bytes_as_it_writes_each_table() {
-    let fs = siftdb::fs::FaultInjectionFs::new();
-    let db = Arc::new(
-        Db::builder("/db")
-            .file_system(Arc::new(fs.clone()))
-            .memtable_bytes(64 << 10)
-            .table_target_bytes(4 << 10)
-            .background_threads(false)
-            .open()
-            .unwrap(),
-    );
+    let fs = FaultInjectionFs::new();
+    let db = small_tables(&fs);
     for i in 0..8_000u32 {
         db.insert(key(i), [b'v'; 20]).unwrap();
     }
     db.flush().unwrap();
     let before = db.stats().compaction_bytes_written;
-    // What the counter said each time a table was synced, mid-compaction.
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (watched, record) = (Arc::downgrade(&db), Arc::clone(&seen));
-    fs.on_sync(Arc::new(move |_: &_, _: SyncPoint<'_>| {
-        if let Some(db) = watched.upgrade() {
-            record
-                .lock()
-                .unwrap()
-                .push(db.stats().compaction_bytes_written);
-        }
-    }));
+    let seen = at_each_sync(&fs, &db, |db| db.stats().compaction_bytes_written);
     db.compact().unwrap();
     let after = db.stats().compaction_bytes_written;
     let seen = seen.lock().unwrap();
@@ -172,32 +186,18 @@ fn a_long_compaction_counts_its_bytes_as_it_writes_each_table() {
 /// it must grow table by table.
 #[test]
 fn a_backfill_counts_its_tables_as_it_rewrites_each() {
-    let fs = siftdb::fs::FaultInjectionFs::new();
-    let db = Arc::new(
-        Db::builder("/db")
-            .file_system(Arc::new(fs.clone()))
-            .memtable_bytes(64 << 10)
-            .table_target_bytes(4 << 10)
-            .background_threads(false)
-            .open()
-            .unwrap(),
-    );
+    let fs = FaultInjectionFs::new();
+    let db = small_tables(&fs);
     for i in 0..8_000u32 {
         db.insert(key(i), format!("{},x", i % 7)).unwrap();
     }
     db.compact().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (watched, record) = (Arc::downgrade(&db), Arc::clone(&seen));
-    fs.on_sync(Arc::new(move |_: &_, _: SyncPoint<'_>| {
-        if let Some(db) = watched.upgrade() {
-            let indexed = db.indexes().first().map_or(0, |i| i.tables_indexed);
-            record.lock().unwrap().push(indexed);
-        }
-    }));
+    let indexed = |db: &Db| db.indexes().first().map_or(0, |i| i.tables_indexed as u64);
+    let seen = at_each_sync(&fs, &db, indexed);
     let def = siftdb::IndexDef::new("n", siftdb::Extractor::delimited(0, b','));
     db.add_index(def).unwrap();
     db.wait_for_backfill().unwrap();
-    let total = db.indexes()[0].tables_indexed;
+    let total = indexed(&db);
     let seen = seen.lock().unwrap();
     let between = seen.iter().filter(|&&n| 0 < n && n < total).count();
     assert!(between > 1, "{total} tables, seen as {seen:?} mid-backfill");

@@ -97,23 +97,9 @@ fn log(line: &str) {
 fn utc(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let (days, of_day) = (since.as_secs() / 86_400, since.as_secs() % 86_400);
-    // Howard Hinnant's `civil_from_days`, for days since 1970-01-01.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{}T{:02}:{:02}:{:02}.{:03}Z",
+        crate::demo::calendar::iso_date(days as i64),
         of_day / 3600,
         of_day / 60 % 60,
         of_day % 60,

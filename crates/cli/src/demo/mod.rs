@@ -5,7 +5,7 @@
 //! against a full scan.
 
 mod airports;
-mod calendar;
+pub(crate) mod calendar;
 mod dir;
 mod load;
 mod reads;
