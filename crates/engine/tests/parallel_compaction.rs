@@ -202,3 +202,167 @@ fn a_backfill_counts_its_tables_as_it_rewrites_each() {
     let between = seen.iter().filter(|&&n| 0 < n && n < total).count();
     assert!(between > 1, "{total} tables, seen as {seen:?} mid-backfill");
 }
+
+/// Holds the first table sync made off the test's own thread until
+/// released: a file system so slow that one compaction never ends alone.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    holding: bool,
+    released: bool,
+}
+
+#[expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
+)]
+impl Gate {
+    /// Blocks the calling thread if it is the first to arrive.
+    fn hold_first(&self) {
+        let mut state = self.state.lock().unwrap();
+        if state.holding || state.released {
+            return;
+        }
+        state.holding = true;
+        self.changed.notify_all();
+        while !state.released {
+            state = self.changed.wait(state).unwrap();
+        }
+    }
+
+    /// Whether a thread is held, after waiting up to `timeout` for one.
+    fn wait_holding(&self, timeout: std::time::Duration) -> bool {
+        let state = self.state.lock().unwrap();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, timeout, |s| !s.holding)
+            .unwrap();
+        state.holding && !state.released
+    }
+
+    fn release(&self) {
+        self.state.lock().unwrap().released = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Releases the gate when dropped: a failing test must not leave the
+/// database's drop waiting for the held thread.
+struct ReleaseOnDrop(Arc<Gate>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// Two compaction threads, one held in a merge of deep levels by a stalled
+/// table sync: the other must still start and finish the L0 -> L1 that the
+/// writes make due. An idle thread once took the compaction lock for
+/// itself to look for backfill work, queued behind the long merge, and
+/// held every new compaction off until it ended (L0 climbed to its stop).
+#[test]
+fn an_l0_compaction_runs_beside_a_merge_held_by_a_slow_disk() {
+    use std::time::{Duration, Instant};
+
+    let fs = FaultInjectionFs::new();
+    let open = |size_ratio| {
+        Db::builder("/db")
+            .file_system(Arc::new(fs.clone()))
+            .memtable_bytes(16 << 10)
+            .table_target_bytes(4 << 10)
+            .block_bytes(512)
+            .compaction_style(CompactionStyle::Leveled {
+                l0_trigger: 2,
+                size_ratio,
+                l1_bytes: 16 << 10,
+            })
+            .compaction_threads(2)
+            .open()
+            .unwrap()
+    };
+    let mut model = BTreeMap::new();
+    let db = open(4);
+    for i in 0..20_000u32 {
+        let value = format!("first:{i}").into_bytes();
+        db.insert(key(i), &value).unwrap();
+        model.insert(key(i), value);
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    drop(db);
+
+    // Reopened with a smaller size ratio, a level below L1 is over its
+    // target while L0 and L1 are not: the first compaction is deep.
+    let gate = Arc::new(Gate::default());
+    let (held, test_thread) = (Arc::clone(&gate), std::thread::current().id());
+    fs.on_sync(Arc::new(move |_: &_, point: SyncPoint<'_>| {
+        let table =
+            matches!(point, SyncPoint::File(p) if p.extension().is_some_and(|e| e == "sst"));
+        if table && std::thread::current().id() != test_thread {
+            held.hold_first();
+        }
+    }));
+    let db = Arc::new(open(2));
+    let release = ReleaseOnDrop(Arc::clone(&gate));
+    let levels = db.stats().levels;
+    let sizes: Vec<u64> = levels.iter().map(|l| l.bytes).collect();
+    assert!(
+        levels[0].runs < 2 && sizes[1] < 16 << 10,
+        "L0 or L1 is due: {} runs, {sizes:?}",
+        levels[0].runs
+    );
+    assert!(
+        gate.wait_holding(Duration::from_secs(30)),
+        "no deep compaction started: {sizes:?}"
+    );
+
+    // Four flushes make L0 due again and again; the free thread must
+    // bring it back under its trigger each time.
+    let writer = Arc::clone(&db);
+    let overwritten: Vec<(Vec<u8>, Vec<u8>)> = (0..2_000u32)
+        .map(|i| (key(i * 10), format!("second:{i}").into_bytes()))
+        .collect();
+    let written = overwritten.clone();
+    let emptied = std::thread::spawn(move || -> bool {
+        for quarter in written.chunks(written.len() / 4) {
+            for (k, v) in quarter {
+                writer.insert(k, v).unwrap();
+            }
+            writer.flush().unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while writer.stats().levels[0].runs >= 2 {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !emptied.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        emptied.is_finished() && emptied.join().unwrap(),
+        "L0 was not compacted while a deep merge was held: {} runs",
+        db.stats().levels[0].runs
+    );
+    assert!(
+        gate.wait_holding(Duration::ZERO),
+        "the deep merge was not held"
+    );
+
+    drop(release);
+    db.wait_for_compactions().unwrap();
+    model.extend(overwritten);
+    let stored: BTreeMap<Vec<u8>, Vec<u8>> = db.range::<&[u8], _>(..).map(Result::unwrap).collect();
+    assert!(stored == model, "the store and its model differ");
+    assert!(db.verify().unwrap().is_clean());
+}

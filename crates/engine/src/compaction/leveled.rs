@@ -39,9 +39,8 @@
 //! the smallest key, so the choice is deterministic.
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 
-use super::shape::{KeyRange, any_busy, overlapping, single_run_of, task};
+use super::shape::{Busy, KeyRange, overlapping, single_run_of, task};
 use super::{CompactionTask, LevelShape, OutputRun, TableShape};
 
 /// The leveled style's parameters, clamped so that planning terminates
@@ -81,12 +80,14 @@ impl Leveled {
     pub(crate) fn plan(
         &self,
         levels: &[LevelShape],
-        busy: &BTreeSet<u64>,
+        busy: &Busy,
         target_table_bytes: u64,
     ) -> Option<CompactionTask> {
         repair(levels, busy, target_table_bytes).or_else(|| {
-            // A level whose tables are busy yields to the next score.
+            // A level whose tables are busy, or whose output level (the
+            // next one down, L1 for L0) is, yields to the next score.
             self.due(levels).into_iter().find_map(|level| match level {
+                _ if busy.level(level + 1) => None,
                 0 => self.level0(levels, busy, target_table_bytes),
                 _ => push_down(levels, level, busy, target_table_bytes),
             })
@@ -117,13 +118,13 @@ impl Leveled {
     fn level0(
         &self,
         levels: &[LevelShape],
-        busy: &BTreeSet<u64>,
+        busy: &Busy,
         target_table_bytes: u64,
     ) -> Option<CompactionTask> {
         let l0 = levels.first()?;
         let range = KeyRange::spanning(l0.tables())?;
         let below = overlapping(levels, 1, range);
-        if any_busy(l0.tables().chain(below.iter().copied()), busy) {
+        if busy.any(l0.tables().chain(below.iter().copied())) {
             return None;
         }
         let output_run = single_run_of(levels, 1)?;
@@ -180,13 +181,9 @@ impl PartialEq for Score {
 impl Eq for Score {}
 
 /// Rule 1: the first level >= 1 with several runs, merged into one.
-fn repair(
-    levels: &[LevelShape],
-    busy: &BTreeSet<u64>,
-    target_table_bytes: u64,
-) -> Option<CompactionTask> {
+fn repair(levels: &[LevelShape], busy: &Busy, target_table_bytes: u64) -> Option<CompactionTask> {
     levels.iter().enumerate().skip(1).find_map(|(i, level)| {
-        if level.runs.len() < 2 || any_busy(level.tables(), busy) {
+        if level.runs.len() < 2 || busy.any(level.tables()) {
             return None;
         }
         let picks: Vec<_> = level.tables().map(|t| (i, t)).collect();
@@ -199,7 +196,7 @@ fn repair(
 fn push_down(
     levels: &[LevelShape],
     level: usize,
-    busy: &BTreeSet<u64>,
+    busy: &Busy,
     target_table_bytes: u64,
 ) -> Option<CompactionTask> {
     // One table of a level with several runs may overlap older tables of
@@ -214,7 +211,7 @@ fn push_down(
     let mut best: Option<(&TableShape, &[TableShape], u64)> = None;
     for table in levels.get(level)?.tables() {
         let below = below_of(table);
-        if busy.contains(&table.id) || any_busy(below, busy) {
+        if busy.holds(table.id) || busy.any(below) {
             continue;
         }
         let overlap = below.iter().fold(0u64, |sum, t| sum.saturating_add(t.size));
@@ -259,7 +256,7 @@ mod tests {
     };
 
     fn plan(levels: &[LevelShape]) -> Option<CompactionTask> {
-        STYLE.plan(levels, &BTreeSet::new(), 64)
+        STYLE.plan(levels, &Busy::none(), 64)
     }
 
     #[test]
@@ -333,11 +330,11 @@ mod tests {
             ]),
             one_run(vec![t(3, 1, "a", "b"), t(4, 500, "x", "y")]),
         ];
-        let busy = BTreeSet::from([3]);
+        let busy = Busy::tables([3]);
         let task = STYLE.plan(&levels, &busy, 64).unwrap();
         assert_eq!(task.inputs, vec![(1, vec![4])]);
         assert_eq!((task.output_level, task.output_run), (2, OutputRun::New));
-        assert_eq!(STYLE.plan(&levels, &BTreeSet::from([3, 4]), 64), None);
+        assert_eq!(STYLE.plan(&levels, &Busy::tables([3, 4]), 64), None);
     }
 
     #[test]
@@ -432,7 +429,7 @@ mod tests {
                 run(1, vec![t(1, 500, "b", "d")]),
             ]),
         ];
-        assert_eq!(STYLE.plan(&levels, &BTreeSet::from([1]), 64), None);
+        assert_eq!(STYLE.plan(&levels, &Busy::tables([1]), 64), None);
     }
 
     #[test]

@@ -48,7 +48,7 @@ mod simulator;
 mod split;
 mod tiered;
 
-use std::collections::BTreeSet;
+use shape::Busy;
 
 use crate::options::CompactionStyle;
 
@@ -109,12 +109,12 @@ pub(crate) struct CompactionTask {
     pub target_table_bytes: u64,
 }
 
-/// The next compaction the style calls for, avoiding `busy` tables (those
-/// some running compaction already reads); `None` when nothing is due.
+/// The next compaction the style calls for, avoiding what compactions
+/// under way hold (`busy`); `None` when nothing is due.
 pub(crate) fn plan(
     levels: &[LevelShape],
     style: &CompactionStyle,
-    busy: &BTreeSet<u64>,
+    busy: &Busy,
     target_table_bytes: u64,
 ) -> Option<CompactionTask> {
     match *style {
@@ -147,29 +147,26 @@ pub(crate) fn plan(
 ///
 /// Two tasks sharing a level could both start a new run of it, or one
 /// could empty the run the other writes into: the simulator finds both.
-/// The planner is told every table of a running task's levels is busy, so
-/// it looks elsewhere; a task it still picks that shares a level (one that
-/// writes into a busy level without reading from it) waits.
+/// The planner is told every running task's levels and their tables are
+/// busy, so it looks elsewhere: at the next level by score, not only at
+/// tables it could read. It once skipped only busy tables, picked a table
+/// to push into a gap of a busy level, and, that task having to wait,
+/// planned nothing, so that L0 piled up behind one long deep merge.
 pub(crate) fn plan_beside(
     levels: &[LevelShape],
     style: &CompactionStyle,
     running: &[CompactionTask],
     target_table_bytes: u64,
 ) -> Option<CompactionTask> {
-    let mut busy = BTreeSet::new();
+    let mut busy = Busy::none();
     for task in running {
-        for level in levels
-            .iter()
-            .take(task.output_level + 1)
-            .skip(task.first_level())
-        {
-            busy.extend(level.tables().map(|table| table.id));
-        }
+        busy.hold(levels, task.first_level(), task.output_level);
     }
     let task = plan(levels, style, &busy, target_table_bytes)?;
     let shares_a_level = running.iter().any(|other| {
         task.first_level() <= other.output_level && other.first_level() <= task.output_level
     });
+    debug_assert!(!shares_a_level, "{task:?} shares a level with {running:?}");
     (!shares_a_level).then_some(task)
 }
 
@@ -250,6 +247,34 @@ mod tests {
             one_run(vec![t(1, 50, "a", "b")]),
             one_run(vec![t(2, 5_000, "x", "y")]),
         ];
+        let beside = plan_beside(&levels, &STYLE, &[deeper], 64).unwrap();
+        assert_eq!(beside.inputs, vec![(0, vec![5, 4])]);
+        assert_eq!(beside.output_level, 1);
+    }
+
+    #[test]
+    fn a_push_into_a_gap_of_a_busy_level_yields_to_the_next_level() {
+        // L2 -> L3 runs. L1 is further over its target than L0 is over its
+        // trigger, and its table overlaps nothing in L2: pushing it would
+        // read no busy table but write into L2, so it must wait, and L0,
+        // next by score, must not wait with it.
+        let levels = vec![
+            level(vec![
+                run(5, vec![t(5, 1, "c", "d")]),
+                run(4, vec![t(4, 1, "c", "e")]),
+            ]),
+            one_run(vec![t(1, 5_000, "m", "n")]),
+            one_run(vec![t(2, 5_000, "x", "y")]),
+        ];
+        let deeper = CompactionTask {
+            inputs: vec![(2, vec![2])],
+            output_level: 3,
+            output_run: OutputRun::New,
+            bottommost: true,
+            target_table_bytes: 64,
+        };
+        let alone = plan_beside(&levels, &STYLE, &[], 64).unwrap();
+        assert_eq!(alone.inputs, vec![(1, vec![1])], "L1 scores highest");
         let beside = plan_beside(&levels, &STYLE, &[deeper], 64).unwrap();
         assert_eq!(beside.inputs, vec![(0, vec![5, 4])]);
         assert_eq!(beside.output_level, 1);

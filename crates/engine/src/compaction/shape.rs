@@ -93,12 +93,56 @@ pub(crate) fn single_run_of(levels: &[LevelShape], level: usize) -> Option<Outpu
     }
 }
 
-/// Whether any of `tables` is being compacted already.
-pub(crate) fn any_busy<'t>(
-    tables: impl IntoIterator<Item = &'t TableShape>,
-    busy: &BTreeSet<u64>,
-) -> bool {
-    tables.into_iter().any(|t| busy.contains(&t.id))
+/// What the compactions under way hold: every table of their levels, and
+/// the levels themselves (from each one's first input level to its output
+/// level). A task may write into a level while reading none of its tables
+/// (a table pushed into a gap of the level below), so the tables alone do
+/// not say which levels a new task must keep out of.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Busy {
+    tables: BTreeSet<u64>,
+    levels: BTreeSet<usize>,
+}
+
+impl Busy {
+    /// Nothing under way.
+    pub(crate) fn none() -> Self {
+        Self::default()
+    }
+
+    /// The tables with `ids` busy, and no level (the planner's tests and
+    /// the simulator).
+    #[cfg(test)]
+    pub(crate) fn tables(ids: impl IntoIterator<Item = u64>) -> Self {
+        Self {
+            tables: ids.into_iter().collect(),
+            levels: BTreeSet::new(),
+        }
+    }
+
+    /// The levels `first..=last` of `levels` busy, with all their tables.
+    pub(crate) fn hold(&mut self, levels: &[LevelShape], first: usize, last: usize) {
+        for level in levels.iter().take(last + 1).skip(first) {
+            self.tables.extend(level.tables().map(|table| table.id));
+        }
+        self.levels.extend(first..=last);
+    }
+
+    /// Whether table `id` is being compacted already.
+    pub(crate) fn holds(&self, id: u64) -> bool {
+        self.tables.contains(&id)
+    }
+
+    /// Whether any of `tables` is being compacted already.
+    pub(crate) fn any<'t>(&self, tables: impl IntoIterator<Item = &'t TableShape>) -> bool {
+        tables.into_iter().any(|t| self.holds(t.id))
+    }
+
+    /// Whether a compaction under way reads or writes `level`: no other
+    /// may write into it.
+    pub(crate) fn level(&self, level: usize) -> bool {
+        self.levels.contains(&level)
+    }
 }
 
 /// The task merging `picks` (level, table) into `output_level`, with

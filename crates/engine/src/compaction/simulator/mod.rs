@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use self::model::{KEY_SPACE, MAX_STEPS, Model, Rng, TARGET_TABLE_BYTES, encode};
 use super::full::last_level;
 use super::leveled::Leveled;
-use super::shape::KeyRange;
+use super::shape::{Busy, KeyRange};
 use super::{plan, plan_beside, plan_full};
 use crate::options::CompactionStyle;
 
@@ -20,7 +20,7 @@ impl Model {
     /// Plans and applies tasks until the planner finds nothing to do.
     fn quiesce(&mut self, style: &CompactionStyle) {
         for _ in 0..MAX_STEPS {
-            let Some(task) = plan(&self.levels, style, &BTreeSet::new(), TARGET_TABLE_BYTES) else {
+            let Some(task) = plan(&self.levels, style, &Busy::none(), TARGET_TABLE_BYTES) else {
                 return;
             };
             self.apply(&task);
@@ -38,7 +38,12 @@ impl Model {
             .copied()
             .filter(|_| rng.one_in(4))
             .collect();
-        if let Some(task) = plan(&self.levels, style, &busy, TARGET_TABLE_BYTES) {
+        if let Some(task) = plan(
+            &self.levels,
+            style,
+            &Busy::tables(busy.iter().copied()),
+            TARGET_TABLE_BYTES,
+        ) {
             let touched = task.inputs.iter().flat_map(|(_, ids)| ids);
             assert!(
                 touched.clone().all(|id| !busy.contains(id)),
@@ -254,12 +259,7 @@ fn switching_from_tiered_to_leveled_repairs_the_levels() {
         }
         repaired += 1;
         let mut steps = 0;
-        while let Some(task) = plan(
-            &model.levels,
-            &LEVELED,
-            &BTreeSet::new(),
-            TARGET_TABLE_BYTES,
-        ) {
+        while let Some(task) = plan(&model.levels, &LEVELED, &Busy::none(), TARGET_TABLE_BYTES) {
             model.apply(&task);
             // Several runs per level are expected until the repair is done.
             model.check(&TIERED);

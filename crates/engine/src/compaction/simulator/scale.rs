@@ -5,9 +5,9 @@
 //! settling time in the planner. Run with `--nocapture` for the time a
 //! plan takes (the figure in docs/benchmarks.md, "Compaction planner").
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
+use super::super::shape::Busy;
 use super::super::shape::testkit::{one_run, t};
 use super::super::{LevelShape, plan};
 use crate::options::CompactionStyle;
@@ -46,7 +46,7 @@ fn a_plan_over_100_000_tables_is_a_binary_search_per_table() {
         size_ratio: 20,
         l1_bytes: 4_000 * TABLE_BYTES,
     };
-    let busy = BTreeSet::new();
+    let busy = Busy::none();
     let mut times = Vec::new();
     let mut task = None;
     for _ in 0..5 {
