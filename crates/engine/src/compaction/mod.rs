@@ -216,6 +216,30 @@ mod tests {
         ]
     }
 
+    /// The task pushing L2's table (id 2) into L3.
+    fn l2_to_l3() -> CompactionTask {
+        CompactionTask {
+            inputs: vec![(2, vec![2])],
+            output_level: 3,
+            output_run: OutputRun::New,
+            bottommost: true,
+            target_table_bytes: 64,
+        }
+    }
+
+    /// L0 at its trigger (tables 5 and 4), `l1` alone in L1, and L2's
+    /// table 2 far from both.
+    fn l0_due_beside(l1: TableShape) -> Vec<LevelShape> {
+        vec![
+            level(vec![
+                run(5, vec![t(5, 1, "c", "d")]),
+                run(4, vec![t(4, 1, "c", "e")]),
+            ]),
+            one_run(vec![l1]),
+            one_run(vec![t(2, 5_000, "x", "y")]),
+        ]
+    }
+
     #[test]
     fn a_task_beside_a_running_one_uses_other_levels() {
         let levels = two_levels_over_target();
@@ -223,13 +247,7 @@ mod tests {
         assert_eq!(first.inputs, vec![(1, vec![1])]);
         // L1 -> L2 runs: L2 -> L3 would write into L2 beside it.
         assert_eq!(plan_beside(&levels, &STYLE, &[first], 64), None);
-        let deeper = CompactionTask {
-            inputs: vec![(2, vec![2])],
-            output_level: 3,
-            output_run: OutputRun::New,
-            bottommost: true,
-            target_table_bytes: 64,
-        };
+        let deeper = l2_to_l3();
         // L2 -> L3 runs: pushing L1's table into L2 would write into a
         // level it is emptying (L2's only run could vanish under it), even
         // though the table overlaps nothing busy.
@@ -239,14 +257,7 @@ mod tests {
         );
         // With L2 -> L3 done elsewhere (L3 and deeper busy), L0 -> L1 work
         // is free to run.
-        let levels = vec![
-            level(vec![
-                run(5, vec![t(5, 1, "c", "d")]),
-                run(4, vec![t(4, 1, "c", "e")]),
-            ]),
-            one_run(vec![t(1, 50, "a", "b")]),
-            one_run(vec![t(2, 5_000, "x", "y")]),
-        ];
+        let levels = l0_due_beside(t(1, 50, "a", "b"));
         let beside = plan_beside(&levels, &STYLE, &[deeper], 64).unwrap();
         assert_eq!(beside.inputs, vec![(0, vec![5, 4])]);
         assert_eq!(beside.output_level, 1);
@@ -258,21 +269,8 @@ mod tests {
         // trigger, and its table overlaps nothing in L2: pushing it would
         // read no busy table but write into L2, so it must wait, and L0,
         // next by score, must not wait with it.
-        let levels = vec![
-            level(vec![
-                run(5, vec![t(5, 1, "c", "d")]),
-                run(4, vec![t(4, 1, "c", "e")]),
-            ]),
-            one_run(vec![t(1, 5_000, "m", "n")]),
-            one_run(vec![t(2, 5_000, "x", "y")]),
-        ];
-        let deeper = CompactionTask {
-            inputs: vec![(2, vec![2])],
-            output_level: 3,
-            output_run: OutputRun::New,
-            bottommost: true,
-            target_table_bytes: 64,
-        };
+        let levels = l0_due_beside(t(1, 5_000, "m", "n"));
+        let deeper = l2_to_l3();
         let alone = plan_beside(&levels, &STYLE, &[], 64).unwrap();
         assert_eq!(alone.inputs, vec![(1, vec![1])], "L1 scores highest");
         let beside = plan_beside(&levels, &STYLE, &[deeper], 64).unwrap();
