@@ -41,6 +41,9 @@ const MAX_ACCESS_LOSS: f64 = 2.0;
 /// Monkey's average): FPR below 1e-13 for either kind, far past any use.
 const MAX_BITS_PER_KEY: f64 = 64.0;
 
+/// Default [`FilterPolicy::partition_keys`].
+const DEFAULT_PARTITION_KEYS: u64 = 4096;
+
 /// How many filter bits each key gets, per level.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -98,8 +101,11 @@ pub struct FilterPolicy {
     /// saves the last level's filter memory. Default `false`.
     pub optimize_filters_for_hits: bool,
     /// Tables with more keys than this get a partitioned filter (one filter
-    /// per range of data blocks, found through a small index) instead of a
-    /// single one. Default 1,000,000 keys.
+    /// of about 4 KiB per range of data blocks, found through a small
+    /// index, each read and kept in memory on its own) instead of a single
+    /// one. Default 4,096 keys: a table whose filter is larger than a page
+    /// is partitioned, so that under a tight `filter_memory_bytes` a
+    /// lookup reads one page of filter, not the whole table's.
     pub partition_keys: u64,
     /// Which prefix of each key the tables' prefix filters hold (RocksDB's
     /// `prefix_extractor`): a blocked Bloom filter of the distinct prefixes,
@@ -382,7 +388,7 @@ impl Default for FilterPolicy {
             fuse_from_level: None,
             split_block_to_level: None,
             optimize_filters_for_hits: false,
-            partition_keys: 1_000_000,
+            partition_keys: DEFAULT_PARTITION_KEYS,
             prefix_extractor: None,
             whole_key_filtering: true,
             range_filter: Some(RangeFilterPolicy::default()),

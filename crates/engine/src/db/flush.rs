@@ -10,7 +10,7 @@ use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::Entry;
 use crate::manifest::{TableMeta, VersionEdit, filenames};
-use crate::sstable::{Table, TableBuilder, TableOptions};
+use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{LiveTable, Version};
 
 use super::{Inner, SuperVersion, lock};
@@ -280,12 +280,7 @@ impl Inner {
     ) -> Result<()> {
         let props = builder.finish()?;
         let path = self.file(&filenames::table(id));
-        let table = Arc::new(Table::open_shared(
-            &self.tables.files,
-            path,
-            id,
-            Arc::clone(&self.tables.cache),
-        )?);
+        let table = Arc::new(self.tables.open_table(path, id, level as u32)?);
         let meta = TableMeta {
             id,
             level: level as u32,

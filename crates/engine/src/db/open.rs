@@ -70,7 +70,10 @@ impl Db {
         let tables = Arc::new(SharedTables {
             fs: Arc::clone(&fs),
             files: Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files)),
-            residency: Residency::new(options.filter_memory_bytes, Arc::clone(&cache)),
+            residency: Arc::new(Residency::new(
+                options.filter_memory_bytes,
+                Arc::clone(&cache),
+            )),
             cache,
         });
         // One listing serves the open: what it finds is what the manifest,

@@ -269,7 +269,7 @@ impl Inner {
                 }
                 probes.retain(|(p, _, table)| {
                     let (i, hash) = pending[*p];
-                    probe_filter(counters, table, keys[i], hash)
+                    probe_filter(Files, counters, table, keys[i], hash)
                 });
                 // In key order, so keys of one block follow each other.
                 probes.sort_unstable_by_key(|&(p, id, _)| (id, keys[pending[p].0]));
@@ -339,7 +339,7 @@ impl Inner {
                     continue;
                 }
                 let table = table.table_in(tier)?;
-                if !probe_filter(counters, &table, key, hash) {
+                if !probe_filter(tier, counters, &table, key, hash) {
                     continue;
                 }
                 match table.lookup(tier, key, seq, blocks_read, scratch)? {
@@ -466,8 +466,14 @@ impl DoubleEndedIterator for DbIter {
 
 /// Asks `table`'s filter about `key` (which lies in the table's key range)
 /// and counts the probe: whether the table may hold the key.
-fn probe_filter(counters: &LevelCounters, table: &Table, key: &[u8], hash: KeyHash) -> bool {
-    let may_contain = table.may_contain_in_range(key, hash);
+fn probe_filter<T: ReadTier>(
+    tier: T,
+    counters: &LevelCounters,
+    table: &Table,
+    key: &[u8],
+    hash: KeyHash,
+) -> bool {
+    let may_contain = table.may_contain_in_range(tier, key, hash);
     counters.probes.add(1);
     counters.negatives.add(u64::from(!may_contain));
     may_contain

@@ -1,8 +1,9 @@
 //! The block cache: decoded data blocks shared by every table of a
-//! database; the metadata of tables that the budget of resident metadata
-//! does not hold (`version::residency`), so that memory left over by the
-//! data blocks serves lookups in those tables too; and every table's
-//! prefix and range filters, which only scans read.
+//! database; the tables and metadata pieces (indexes, filter partitions)
+//! that the budget of resident metadata does not hold
+//! (`version::residency`), so that memory left over by the data blocks
+//! serves lookups in those tables too; and every table's prefix and range
+//! filters, which only scans read.
 //!
 //! Metadata comes first: it is kept apart from the data blocks, which
 //! cannot push it out, and may take all the capacity but an eighth, kept
@@ -16,6 +17,7 @@
 //! metadata, as RocksDB's high-priority pool gives index and filter blocks
 //! by default, read it 126,000 times.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use quick_cache::Weighter;
@@ -47,7 +49,11 @@ const TYPICAL_METADATA: u64 = 32 << 10;
 const METADATA: u64 = u64::MAX;
 const SCAN_FILTERS: u64 = u64::MAX - 1;
 
-/// Cache key: (table id, block offset, or [`METADATA`]).
+/// A metadata piece of a table (`sstable::piece`), of whatever type.
+pub(crate) type AnyPiece = Arc<dyn Any + Send + Sync>;
+
+/// Cache key: (table id, block offset, or [`METADATA`]); a metadata
+/// piece's offset is that of its block.
 type Key = (u64, u64);
 
 /// What the metadata cache holds.
@@ -57,6 +63,8 @@ enum Metadata {
     Table(Arc<Table>),
     /// A table's prefix and range filters, and their stored bytes.
     Scan(Arc<ScanFilters>, u64),
+    /// A table's metadata piece, and the bytes the budget charged it.
+    Piece(AnyPiece, u64),
 }
 
 /// Weighs an item by the bytes it holds.
@@ -74,7 +82,7 @@ impl Weighter<Key, Metadata> for BytesWeighter {
         ENTRY_OVERHEAD
             + match item {
                 Metadata::Table(table) => table.resident_bytes(),
-                Metadata::Scan(_, bytes) => *bytes,
+                Metadata::Scan(_, bytes) | Metadata::Piece(_, bytes) => *bytes,
             }
     }
 }
@@ -139,7 +147,31 @@ impl BlockCache {
     pub(crate) fn table(&self, id: u64) -> Option<Arc<Table>> {
         match self.metadata.get(&(id, METADATA))? {
             Metadata::Table(table) => Some(table),
-            Metadata::Scan(..) => None,
+            Metadata::Scan(..) | Metadata::Piece(..) => None,
+        }
+    }
+
+    /// The metadata piece of table `table` stored at `offset`, if cached.
+    pub(crate) fn piece(&self, table: u64, offset: u64) -> Option<AnyPiece> {
+        match self.metadata.get(&(table, offset))? {
+            Metadata::Piece(piece, _) => Some(piece),
+            Metadata::Table(_) | Metadata::Scan(..) => None,
+        }
+    }
+
+    /// Caches a metadata piece of table `table` stored at `offset`, `bytes`
+    /// large. A table's pieces left behind when it leaves the database
+    /// age out, as its data blocks do.
+    pub(crate) fn insert_piece(&self, table: u64, offset: u64, piece: AnyPiece, bytes: u64) {
+        self.metadata
+            .insert((table, offset), Metadata::Piece(piece, bytes));
+        self.rebalance();
+    }
+
+    /// Drops a cached metadata piece (it became resident).
+    pub(crate) fn forget_piece(&self, table: u64, offset: u64) {
+        if self.metadata.remove(&(table, offset)).is_some() {
+            self.rebalance();
         }
     }
 

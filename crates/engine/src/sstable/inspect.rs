@@ -146,7 +146,7 @@ impl TableFile {
             filter_bytes: p.filter_bytes,
             filter_bits_per_key,
             filter_target_bits_per_key: p.bits_per_key,
-            filter_readable: !self.table.filter().is_damaged(),
+            filter_readable: self.table.filter_problem().is_ok_and(|p| p.is_none()),
             compression: p.compression,
             raw_data_bytes: p.raw_data_bytes,
             stored_data_bytes: p.stored_data_bytes,
@@ -283,8 +283,7 @@ impl TableFile {
             ));
         }
         match table
-            .filter()
-            .problem(path)
+            .filter_problem()?
             .or_else(|| table.value_filters().problem(path))
             .or_else(|| table.scan_filters().problem(path))
         {

@@ -6,6 +6,7 @@ use std::ops::{Bound, Range};
 use std::sync::Arc;
 
 use super::block::Block;
+use super::index::Index;
 use super::table::Table;
 use crate::error::{Error, Result};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, ValueKind, encode_internal_key};
@@ -26,6 +27,9 @@ pub(crate) type SharedBounds = Arc<(Bound<Vec<u8>>, Bound<Vec<u8>>)>;
 #[derive(Debug)]
 pub(crate) struct TableIter {
     table: Arc<Table>,
+    /// The table's index, held for the iterator's life: a scan of a table
+    /// whose index is not resident reads it once, not once per block.
+    index: Option<Arc<Index>>,
     bounds: SharedBounds,
     /// Blocks `next_front..next_back` have been loaded by neither end.
     next_front: usize,
@@ -79,9 +83,9 @@ impl TableIter {
     /// that cannot be read is the iterator's one item.
     pub(crate) fn new(table: Arc<Table>, bounds: SharedBounds) -> Self {
         let index = match table.index() {
-            Ok(index) => index,
+            Ok(index) => index.into_arc(),
             Err(e) => {
-                let mut iter = Self::over(Arc::clone(&table), bounds, 0..0);
+                let mut iter = Self::over(Arc::clone(&table), None, bounds, 0..0);
                 iter.error = Some(e);
                 return iter;
             }
@@ -104,13 +108,20 @@ impl TableIter {
             }
             Bound::Unbounded => blocks,
         };
-        Self::over(table, bounds, next_front..next_back.max(next_front))
+        let blocks = next_front..next_back.max(next_front);
+        Self::over(table, Some(index), bounds, blocks)
     }
 
-    /// The iterator over data blocks `blocks` of `table`.
-    fn over(table: Arc<Table>, bounds: SharedBounds, blocks: Range<usize>) -> Self {
+    /// The iterator over data blocks `blocks` of `table`, found in `index`.
+    fn over(
+        table: Arc<Table>,
+        index: Option<Arc<Index>>,
+        bounds: SharedBounds,
+        blocks: Range<usize>,
+    ) -> Self {
         Self {
             table,
+            index,
             bounds,
             next_front: blocks.start,
             next_back: blocks.end,
@@ -138,10 +149,24 @@ impl TableIter {
         above_lower && below_upper
     }
 
+    /// Data block `at`, through the cache.
+    fn block(&self, at: usize) -> Result<Arc<Block>> {
+        match &self.index {
+            Some(index) => self.table.data_block_of(index, crate::read_tier::Files, at),
+            None => self.table.data_block(at),
+        }
+    }
+
+    /// File offset of data block `at`, for errors.
+    fn offset(&self, at: usize) -> u64 {
+        let handle = self.index.as_ref().and_then(|index| index.handle(at));
+        handle.map_or(0, |h| h.offset)
+    }
+
     /// The in-bounds entries of data block `at`, in order.
     fn load(&self, at: usize) -> Result<VecDeque<Entry>> {
-        let block = self.table.data_block(at)?;
-        let offset = self.table.block_offset(at);
+        let block = self.block(at)?;
+        let offset = self.offset(at);
         let path = self.table.path();
         let mut out = VecDeque::new();
         for item in block.entries() {
@@ -162,7 +187,7 @@ impl TableIter {
     /// Opens data block `at` for the front; the first one is entered at
     /// the lower bound.
     fn open_front(&self, at: usize) -> Result<Cursor> {
-        let block = self.table.data_block(at)?;
+        let block = self.block(at)?;
         let mut cursor = Cursor {
             block,
             at,
@@ -178,7 +203,7 @@ impl TableIter {
             let found = cursor
                 .block
                 .seek(&target, &mut cursor.key)
-                .map_err(|c| c.in_file(self.table.path(), self.table.block_offset(at)))?;
+                .map_err(|c| c.in_file(self.table.path(), self.offset(at)))?;
             match found {
                 // A value is the last part of its entry: the next one
                 // starts where it ends.
@@ -195,7 +220,7 @@ impl TableIter {
     /// The next in-bounds entry of the front's block, `None` at its end.
     fn cursor_next(&self, cursor: &mut Cursor) -> Result<Option<Entry>> {
         let at = cursor.at;
-        let offset = || self.table.block_offset(at);
+        let offset = || self.offset(at);
         while let Some(value) = cursor
             .advance()
             .map_err(|c| c.in_file(self.table.path(), offset()))?

@@ -1,9 +1,11 @@
 //! SSTables: sorted, immutable files of entries with a key filter.
 //!
 //! A table is written once by a [`TableBuilder`] in one pass over entries
-//! sorted by internal key, then read by a [`Table`]: its index, filter and
-//! properties are pinned in memory at open, its data blocks are read on
-//! demand through the shared [`BlockCache`]. The file, front to back:
+//! sorted by internal key, then read by a [`Table`]: its properties and key
+//! filter (or the directory of its partitions) are read at open, its index
+//! and filter partitions at first use as pieces that a budget keeps or
+//! drops on their own (`piece`), its data blocks on demand through the
+//! shared [`BlockCache`]. The file, front to back:
 //!
 //! ```text
 //! data block 0 | ... | data block n-1      entries, prefix-compressed (block.rs)
@@ -33,6 +35,7 @@ pub(crate) mod index;
 mod inspect;
 mod iter;
 mod open_files;
+pub(crate) mod piece;
 mod properties;
 mod table;
 mod trailer;

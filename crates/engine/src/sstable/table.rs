@@ -1,20 +1,23 @@
-//! [`Table`]: an open table, its index, filter and properties in memory.
+//! [`Table`]: an open table: its properties and the directory of its key
+//! filter in memory, its index and filter partitions read as pieces at
+//! first use (`piece`).
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use sift_filter::KeyHash;
+use sift_filter::{Filter, KeyHash};
 
 use super::block::Block;
 use super::cache::BlockCache;
-use super::filters::key::{FilterLayout, KeyFilter};
+use super::filters::key::{FilterLayout, KeyFilter, Probe};
 use super::filters::scan::{ScanFilters, ScanProbe, common_prefix};
 use super::filters::value::{BlockFilters, ValueFilters, ValueLeaf};
 use super::footer::{FOOTER_LEN, Footer};
 use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::open_files::OpenFiles;
+use super::piece::{INDEX_PIECE, KeepAll, Keeper, Piece, PieceRef};
 use super::properties::Properties;
 use super::trailer::{BlockHandle, read_block};
 use crate::error::{Error, Result};
@@ -37,18 +40,21 @@ enum Source {
     Shared(Arc<OpenFiles>),
 }
 
-/// An open table: its key filter and properties in memory, its index and
-/// other filters read at first use, data blocks read through the cache.
+/// An open table: its properties and key filter (or the directory of its
+/// partitions) in memory, its index and filter partitions read at first
+/// use and kept while `keeper` keeps them, its other filters read at
+/// first use, data blocks read through the cache.
 #[derive(Debug)]
 pub(crate) struct Table {
     source: Source,
     path: PathBuf,
     id: u64,
     cache: Arc<BlockCache>,
-    /// Decoded at its first use (as `values`): a lookup that the key
-    /// filter answers never needs it. Its block, checked against the
-    /// properties when decoded.
-    index: OnceLock<Index>,
+    /// Decides which of the index and the filter partitions stay resident.
+    keeper: Arc<dyn Keeper>,
+    /// Read at its first use: a lookup that the key filter answers never
+    /// needs it. Its block, checked against the properties when decoded.
+    index: Arc<Piece<Index>>,
     index_handle: BlockHandle,
     /// The value index leaves and block filters, decoded at their first
     /// use (as the index: point lookups never ask them).
@@ -74,19 +80,23 @@ impl Table {
         cache: Arc<BlockCache>,
     ) -> Result<Self> {
         let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
-        Self::load(&Arc::clone(&file), Source::Held(file), path, id, cache)
+        let source = Source::Held(Arc::clone(&file));
+        Self::load(&file, source, path, (id, cache, Arc::new(KeepAll)))
     }
 
     /// [`Table::open`] for a table of a database: its file is opened through
-    /// `files`, which may close it between reads of data blocks.
+    /// `files`, which may close it between reads of data blocks, and
+    /// `keeper` keeps its pieces under the database's budget.
     pub(crate) fn open_shared(
         files: &Arc<OpenFiles>,
         path: PathBuf,
         id: u64,
         cache: Arc<BlockCache>,
+        keeper: Arc<dyn Keeper>,
     ) -> Result<Self> {
         let file = files.get(id, &path).map_err(|e| Error::io(&path, e))?;
-        Self::load(&file, Source::Shared(Arc::clone(files)), path, id, cache)
+        let source = Source::Shared(Arc::clone(files));
+        Self::load(&file, source, path, (id, cache, keeper))
     }
 
     /// Reads and checks the table's metadata from `file`.
@@ -94,8 +104,7 @@ impl Table {
         file: &Arc<dyn ReadableFile>,
         source: Source,
         path: PathBuf,
-        id: u64,
-        cache: Arc<BlockCache>,
+        (id, cache, keeper): (u64, Arc<BlockCache>, Arc<dyn Keeper>),
     ) -> Result<Self> {
         let size = file.size().map_err(|e| Error::io(&path, e))?;
         let limit = size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
@@ -133,9 +142,9 @@ impl Table {
         let filter = KeyFilter::load(
             file.as_ref(),
             &path,
-            footer.filter_layout,
-            footer.filter,
+            (footer.filter_layout, footer.filter),
             limit,
+            id,
             properties.largest_user_key(),
         )?;
         Ok(Self {
@@ -143,7 +152,8 @@ impl Table {
             path,
             id,
             cache,
-            index: OnceLock::new(),
+            keeper,
+            index: Piece::new(id, INDEX_PIECE, footer.index.offset),
             values: OnceLock::new(),
             index_handle: footer.index,
             filter,
@@ -156,20 +166,56 @@ impl Table {
     /// `false` only if the table certainly holds no version of `user_key`.
     /// Uses `hash` (the key's `KeyHash`) as given: never re-hashes.
     pub(crate) fn may_contain(&self, user_key: &[u8], hash: KeyHash) -> bool {
-        if self.properties.entries == 0
-            || user_key < self.properties.smallest_user_key()
+        if user_key < self.properties.smallest_user_key()
             || user_key > self.properties.largest_user_key()
         {
             return false;
         }
-        self.filter.may_contain(user_key, hash)
+        self.may_contain_in_range(Files, user_key, hash)
     }
 
     /// [`Table::may_contain`] for a key the caller already knows to lie
     /// within the table's key range (a run's `table_for` found it there):
-    /// only the filter is asked.
-    pub(crate) fn may_contain_in_range(&self, user_key: &[u8], hash: KeyHash) -> bool {
-        self.properties.entries != 0 && self.filter.may_contain(user_key, hash)
+    /// only the filter is asked, its partition read if it is not resident
+    /// and `tier` allows (if not, or if it cannot be read, the table may
+    /// hold the key).
+    pub(crate) fn may_contain_in_range<T: ReadTier>(
+        &self,
+        tier: T,
+        user_key: &[u8],
+        hash: KeyHash,
+    ) -> bool {
+        if self.properties.entries == 0 {
+            return false;
+        }
+        let (piece, handle) = match self.filter.locate(user_key, hash) {
+            Probe::Answer(answer) => return answer,
+            Probe::Partition { piece, handle } => (piece, handle),
+        };
+        let filter = match piece.resident() {
+            Some(filter) => filter,
+            None if tier.may_read_file().is_err() => return true,
+            None => {
+                let read = || {
+                    let file = self.file().map_err(drop)?;
+                    let limit = self.metadata_limit();
+                    let read = self
+                        .filter
+                        .read_partition(file.as_ref(), &self.path, handle, limit);
+                    read.ok_or(())
+                };
+                match piece.get_or_read(self.keeper.as_ref(), KeyFilter::partition_bytes, read) {
+                    Ok(filter) => filter,
+                    Err(()) => return true,
+                }
+            }
+        };
+        let may_contain = filter.may_contain(hash);
+        if !may_contain {
+            // What a partition saves: the reads of the keys it rules out.
+            piece.heat().count_use();
+        }
+        may_contain
     }
 
     /// `Some(false)` only if the table holds no key within `bounds` (which
@@ -206,20 +252,27 @@ impl Table {
         )
     }
 
-    /// Bytes the table's metadata takes in memory: everything the file
-    /// holds after its data blocks (index, key and value filters,
-    /// properties, footer) but the scan filters, which live in the block
-    /// cache; as decoded about as large as stored, plus what the index
-    /// keeps per block to search the stored bytes.
+    /// Bytes the table takes in memory without its pieces (the index and
+    /// the filter partitions, charged on their own): the properties, the
+    /// key filter or its partitions' directory, and the value filters
+    /// (read at their first use, charged from the start).
     pub(crate) fn resident_bytes(&self) -> u64 {
         let props = &self.properties;
-        let cached = props.scan_filters.map_or(0, |h| h.size);
-        let stored = props
-            .file_size
-            .saturating_sub(props.stored_data_bytes)
-            .saturating_sub(cached);
-        let entries = props.data_blocks * super::index::bytes_per_block(self.version);
-        stored + entries + std::mem::size_of::<Self>() as u64
+        let values: u64 = props
+            .value_filters
+            .iter()
+            .map(|entry| entry.handle.size + entry.blocks.map_or(0, |h| h.size))
+            .sum();
+        let keys = (props.smallest.len() + props.largest.len()) as u64;
+        let own = (std::mem::size_of::<Self>() + std::mem::size_of::<Piece<Index>>()) as u64;
+        own + keys + values + self.filter.summary_bytes()
+    }
+
+    /// Bytes the index takes in memory once read: as stored, plus what an
+    /// older format keeps per block to search the stored bytes.
+    fn index_bytes(&self) -> u64 {
+        let entries = self.properties.data_blocks * super::index::bytes_per_block(self.version);
+        self.index_handle.size + entries + std::mem::size_of::<Index>() as u64
     }
 
     /// The prefix and range filters, through the block cache: only scans
@@ -282,7 +335,8 @@ impl Table {
         }
     }
 
-    /// Starts loading what [`Table::may_contain_in_range`] will read.
+    /// Starts loading what [`Table::may_contain_in_range`] will read, if it
+    /// is in memory.
     pub(crate) fn prefetch_filter(&self, user_key: &[u8], hash: KeyHash) {
         self.filter.prefetch(user_key, hash);
     }
@@ -365,7 +419,7 @@ impl Table {
         let block = match last.take() {
             Some((cached, block)) if cached == at => block,
             _ => {
-                let block = self.data_block_in(tier, at)?;
+                let block = self.data_block_of(&index, tier, at)?;
                 *blocks_read += 1;
                 block
             }
@@ -426,20 +480,25 @@ impl Table {
         &self.properties
     }
 
-    /// The index, read and checked now if this is its first use. An
-    /// error is not kept: the next use tries again.
-    pub(crate) fn index(&self) -> Result<&Index> {
+    /// The index, read and checked now if it is not resident (and kept if
+    /// the keeper keeps it). An error is not kept: the next use tries
+    /// again.
+    pub(crate) fn index(&self) -> Result<PieceRef<Index>> {
         self.index_in(Files)
     }
 
-    /// [`Table::index`] within `tier`.
-    fn index_in<T: ReadTier>(&self, tier: T) -> Result<&Index, T::Error> {
-        if let Some(index) = self.index.get() {
+    /// [`Table::index`] within `tier`. Counts the use: each saves a read
+    /// of the index while it is resident.
+    fn index_in<T: ReadTier>(&self, tier: T) -> Result<PieceRef<Index>, T::Error> {
+        self.index.heat().count_use();
+        if let Some(index) = self.index.resident() {
             return Ok(index);
         }
         tier.may_read_file()?;
-        let index = self.read_index()?;
-        Ok(self.index.get_or_init(|| index))
+        let bytes = |_: &Index| self.index_bytes();
+        Ok(self
+            .index
+            .get_or_read(self.keeper.as_ref(), bytes, || self.read_index())?)
     }
 
     fn read_index(&self) -> Result<Index> {
@@ -472,9 +531,13 @@ impl Table {
         self.properties.data_blocks as usize
     }
 
-    /// The key filter.
-    pub(crate) fn filter(&self) -> &KeyFilter {
-        &self.filter
+    /// The first damage of the key filter, all its partitions read to
+    /// find it (for `verify`).
+    pub(crate) fn filter_problem(&self) -> Result<Option<Error>> {
+        let file = self.file()?;
+        self.filter
+            .check(file.as_ref(), &self.path, self.metadata_limit())?;
+        Ok(self.filter.problem(&self.path))
     }
 
     /// The leaf of value index `index_id`: present, missing (the table
@@ -505,10 +568,10 @@ impl Table {
     }
 
     /// File offset of data block `at` (0 if there is none, or the index
-    /// has not been read).
+    /// is not resident).
     pub(crate) fn block_offset(&self, at: usize) -> u64 {
         self.index
-            .get()
+            .resident()
             .and_then(|index| index.handle(at))
             .map_or(0, |h| h.offset)
     }
@@ -520,15 +583,26 @@ impl Table {
 
     /// [`Table::data_block`] within `tier`.
     fn data_block_in<T: ReadTier>(&self, tier: T, at: usize) -> Result<Arc<Block>, T::Error> {
-        let handle = self
-            .index_in(tier)?
+        let index = self.index_in(tier)?;
+        self.data_block_of(&index, tier, at)
+    }
+
+    /// Data block `at` of `index` (the table's), from the cache or, within
+    /// `tier`, the file.
+    pub(crate) fn data_block_of<T: ReadTier>(
+        &self,
+        index: &Index,
+        tier: T,
+        at: usize,
+    ) -> Result<Arc<Block>, T::Error> {
+        let handle = index
             .handle(at)
             .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
         if let Some(block) = self.cache.get(self.id, handle.offset) {
             return Ok(block);
         }
         tier.may_read_file()?;
-        let block = Arc::new(self.read_data_block(at)?);
+        let block = Arc::new(self.read_block_at(handle)?);
         self.cache
             .insert(self.id, handle.offset, Arc::clone(&block));
         Ok(block)
@@ -568,6 +642,11 @@ impl Table {
             .index()?
             .handle(at)
             .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
+        self.read_block_at(handle)
+    }
+
+    /// The data block at `handle`, read from the file.
+    fn read_block_at(&self, handle: BlockHandle) -> Result<Block> {
         let offset = handle.offset;
         let file = self.file()?;
         let raw = read_block(

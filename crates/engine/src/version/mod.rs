@@ -39,7 +39,21 @@ pub(crate) struct SharedTables {
     pub fs: Arc<dyn FileSystem>,
     pub files: Arc<OpenFiles>,
     pub cache: Arc<BlockCache>,
-    pub residency: Residency,
+    pub residency: Arc<Residency>,
+}
+
+impl SharedTables {
+    /// Opens table `id` of `level`, stored at `path`: its pieces kept
+    /// under the budget.
+    pub(crate) fn open_table(&self, path: PathBuf, id: u64, level: u32) -> Result<Table> {
+        Table::open_shared(
+            &self.files,
+            path,
+            id,
+            Arc::clone(&self.cache),
+            self.residency.keeper(level),
+        )
+    }
 }
 
 /// A table as a version knows it: what the manifest says of it, and its
@@ -161,12 +175,8 @@ impl LiveTable {
     }
 
     fn read(&self, slot: &Slot) -> crate::error::Result<Table> {
-        Table::open_shared(
-            &self.shared.files,
-            slot.path().to_path_buf(),
-            self.meta.id,
-            Arc::clone(&self.shared.cache),
-        )
+        let path = slot.path().to_path_buf();
+        self.shared.open_table(path, self.meta.id, self.meta.level)
     }
 
     /// Smallest user key stored.
@@ -553,7 +563,7 @@ mod tests {
             let shared = Arc::new(SharedTables {
                 files: Arc::new(OpenFiles::new(Arc::clone(&fs), 8)),
                 fs,
-                residency: Residency::new(1 << 20, Arc::clone(&cache)),
+                residency: Arc::new(Residency::new(1 << 20, Arc::clone(&cache))),
                 cache,
             });
             // Table `i` holds the key range `i`: disjoint within any run.

@@ -1,35 +1,36 @@
-//! Which tables keep their metadata in memory, under a byte budget
-//! (`DbBuilder::filter_memory_bytes`).
+//! Which tables' metadata stays in memory, under a byte budget
+//! (`DbBuilder::filter_memory_bytes`), piece by piece.
 //!
-//! A table's metadata is its index, its key and value filters and its
-//! properties. The block cache holds the rest: the data blocks, and the
-//! prefix and range filters, which only scans ask. A database opens knowing only what the manifest says
-//! of each table (its key range, size and sequence numbers); a table's
-//! metadata is read at its first use.
+//! A table's metadata is its properties and key filter directory (the
+//! table itself, small), its index and its key-filter partitions (pieces,
+//! `sstable::piece`), and its value filters (charged with the table). The
+//! block cache holds the rest: the data blocks, and the prefix and range
+//! filters, which only scans ask. A database opens knowing only what the
+//! manifest says of each table (its key range, size and sequence numbers);
+//! a table is read at its first use, and each piece at the first use that
+//! needs it.
 //!
 //! What is read is kept resident while the budget allows. When a load
-//! would go over it, resident tables are dropped, the coldest first: the
-//! fewest uses per byte, so the budget keeps what saves the most reads of
-//! metadata (each use of a table that is not resident reads it again).
-//! Victims are the coldest of [`SAMPLES`] resident tables drawn at random,
-//! as Redis evicts, so a load costs the same however many tables are
-//! resident. Heat halves each time about as many tables as are resident
-//! have been evicted, so it follows where lookups go now. A table colder
-//! than the sampled ones is read for the one use and not kept (a
-//! *transient* load). Resident bytes never exceed the budget; a reader
-//! still holding a dropped table keeps it until it is done, as with the
-//! block cache.
+//! would go over it, residents (tables and pieces alike) are dropped, the
+//! coldest first: the fewest reads saved per byte, so the budget keeps what
+//! saves the most reads of metadata. Victims are the coldest of
+//! [`SAMPLES`] residents drawn at random, as Redis evicts, so a load costs
+//! the same however many are resident. Heat halves each time about as
+//! many residents as there are have been evicted, so it follows where
+//! lookups go now. Something colder than the sampled ones is read for the
+//! one use and not kept (a *transient* load). Resident bytes never exceed
+//! the budget; a reader still holding a dropped piece keeps it until it is
+//! done, as with the block cache.
 //!
 //! The budget and the block cache hold different tables: a table evicted
 //! from the budget goes to the block cache, and one promoted from the
 //! cache into the budget leaves it, so that memory holds as many tables as
 //! it can (a copy of a resident table in the cache would serve nothing).
-//!
-//! Uses are counted in steps of [`COUNT_STEP`] from a per-thread tally, so
-//! that sixteen threads probing one hot table do not all write its line.
+//! Its pieces stay resident or not on their own; a piece whose table is no
+//! longer held anywhere is the first evicted.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,17 +40,16 @@ use arc_swap::ArcSwapOption;
 use super::COUNTED_LEVELS;
 use crate::error::Result;
 use crate::rng::SplitMix64;
+use crate::sstable::piece::{AnyPiece, COUNT_STEP, Heat, Keeper, PieceId, Resident};
 use crate::sstable::{BlockCache, Table};
 
-/// Uses are added to a table's count this many at a time.
-const COUNT_STEP: u64 = 8;
-
-/// Resident tables sampled for victims per load that does not fit.
+/// Residents sampled for victims per load that does not fit.
 const SAMPLES: usize = 16;
 
+/// The number of a table itself among its pieces.
+const TABLE_PIECE: u32 = u32::MAX;
+
 thread_local! {
-    /// Uses this thread has made of tables, modulo [`COUNT_STEP`].
-    static TALLY: Cell<u64> = const { Cell::new(0) };
     /// Uses this thread has made of tables served by the block cache.
     static PROMOTIONS: Cell<u64> = const { Cell::new(0) };
 }
@@ -117,12 +117,7 @@ pub(crate) struct Slot {
     level: usize,
     path: PathBuf,
     table: ArcSwapOption<Table>,
-    /// Uses since the last fold into `heat`.
-    uses: AtomicU64,
-    /// Decayed uses, and the eviction round they were last decayed at:
-    /// changed only under the residency's lock.
-    heat: AtomicU64,
-    heat_round: AtomicU64,
+    heat: Heat,
     summary: OnceLock<Summary>,
 }
 
@@ -135,9 +130,7 @@ impl Slot {
             level: (level as usize).min(COUNTED_LEVELS - 1),
             path,
             table: ArcSwapOption::empty(),
-            uses: AtomicU64::new(0),
-            heat: AtomicU64::new(0),
-            heat_round: AtomicU64::new(0),
+            heat: Heat::default(),
             summary: OnceLock::new(),
         }
     }
@@ -151,38 +144,49 @@ impl Slot {
     pub(crate) fn summary(&self) -> Option<&Summary> {
         self.summary.get()
     }
+}
 
-    /// Counts one use, [`COUNT_STEP`] at a time per thread.
-    fn count_use(&self) {
-        let due = TALLY.with(|tally| {
-            let n = tally.get().wrapping_add(1);
-            tally.set(n);
-            n % COUNT_STEP == 0
-        });
-        if due {
-            self.uses.fetch_add(COUNT_STEP, Ordering::Relaxed);
+/// What the budget holds: a table, or one of its pieces.
+#[derive(Debug, Clone)]
+enum Held {
+    Table(Arc<Slot>),
+    Piece(Arc<dyn Resident>),
+}
+
+impl Held {
+    fn id(&self) -> PieceId {
+        match self {
+            Self::Table(slot) => PieceId {
+                table: slot.id,
+                piece: TABLE_PIECE,
+            },
+            Self::Piece(piece) => piece.id(),
         }
     }
 
-    /// Folds the uses counted since the last fold into `heat`, halved once
-    /// per eviction round since then. Called under the residency's lock.
-    fn fold_heat(&self, round: u64) -> u64 {
-        let decayed = self.decayed_heat(round);
-        self.heat_round.store(round, Ordering::Relaxed);
-        let heat = decayed + self.uses.swap(0, Ordering::Relaxed);
-        self.heat.store(heat, Ordering::Relaxed);
-        heat
+    fn heat(&self) -> &Heat {
+        match self {
+            Self::Table(slot) => &slot.heat,
+            Self::Piece(piece) => piece.heat(),
+        }
     }
 
-    /// `heat` as of eviction round `round`, halved once per round since it
-    /// was last folded.
-    fn decayed_heat(&self, round: u64) -> u64 {
-        let since = round.saturating_sub(self.heat_round.load(Ordering::Relaxed));
-        self.heat
-            .load(Ordering::Relaxed)
-            .checked_shr(since.min(63) as u32)
-            .unwrap_or(0)
+    /// A piece that nothing but the budget holds: its table was dropped
+    /// (from the budget and from the block cache), so it serves nothing.
+    fn is_orphan(&self) -> bool {
+        match self {
+            Self::Table(_) => false,
+            Self::Piece(piece) => Arc::strong_count(piece) == 1,
+        }
     }
+}
+
+/// One resident: what it is, its bytes, and its level.
+#[derive(Debug)]
+struct Entry {
+    held: Held,
+    bytes: u64,
+    level: usize,
 }
 
 /// Loads, evictions and transient loads at one level since open.
@@ -217,42 +221,53 @@ pub(crate) struct Residency {
 
 #[derive(Debug)]
 struct State {
-    /// Bytes charged to the resident tables.
+    /// Bytes charged to the residents.
     used: u64,
     /// The clock of the decay: it advances once per [`State::resident`]'s
     /// length of evictions, so heat halves each time the resident set has
     /// turned over about once.
     round: u64,
     evictions_this_round: usize,
-    /// Resident tables, in no order (sampled by index), and where each is.
-    resident: Vec<Arc<Slot>>,
-    position: HashMap<u64, usize>,
+    /// Residents, in no order (sampled by index), and where each is (in
+    /// the order of their ids, so that a table's pieces are found together).
+    resident: Vec<Entry>,
+    position: BTreeMap<PieceId, usize>,
     /// Picks the samples.
     rng: SplitMix64,
 }
 
 impl State {
-    /// A resident table drawn at random.
-    fn sample(&mut self) -> Option<&Arc<Slot>> {
+    /// The position of a resident drawn at random.
+    fn sample(&mut self) -> Option<usize> {
         let len = self.resident.len() as u64;
-        if len == 0 {
-            return None;
-        }
-        self.resident.get(self.rng.below(len) as usize)
+        (len > 0).then(|| self.rng.below(len) as usize)
     }
 
-    fn insert(&mut self, slot: &Arc<Slot>) {
-        self.position.insert(slot.id, self.resident.len());
-        self.resident.push(Arc::clone(slot));
+    fn insert(&mut self, entry: Entry) {
+        self.position.insert(entry.held.id(), self.resident.len());
+        self.resident.push(entry);
     }
 
-    fn remove(&mut self, id: u64) -> Option<Arc<Slot>> {
+    fn remove(&mut self, id: PieceId) -> Option<Entry> {
         let at = self.position.remove(&id)?;
-        let slot = self.resident.swap_remove(at);
+        let entry = self.resident.swap_remove(at);
         if let Some(moved) = self.resident.get(at) {
-            self.position.insert(moved.id, at);
+            self.position.insert(moved.held.id(), at);
         }
-        Some(slot)
+        Some(entry)
+    }
+
+    /// The ids of table `table`'s residents, the table and its pieces.
+    fn of_table(&self, table: u64) -> Vec<PieceId> {
+        let first = PieceId { table, piece: 0 };
+        let last = PieceId {
+            table,
+            piece: TABLE_PIECE,
+        };
+        self.position
+            .range(first..=last)
+            .map(|(id, _)| *id)
+            .collect()
     }
 }
 
@@ -268,14 +283,14 @@ impl Residency {
                 round: 0,
                 evictions_this_round: 0,
                 resident: Vec::new(),
-                position: HashMap::new(),
+                position: BTreeMap::new(),
                 rng: SplitMix64(0),
             }),
             levels: Default::default(),
         }
     }
 
-    /// Bytes charged to resident tables now (never over the budget).
+    /// Bytes charged to residents now (never over the budget).
     pub(crate) fn used(&self) -> u64 {
         lock(&self.state).used
     }
@@ -285,16 +300,24 @@ impl Residency {
         self.budget
     }
 
+    /// The keeper of the pieces of a table at `level`.
+    pub(crate) fn keeper(self: &Arc<Self>, level: u32) -> Arc<dyn Keeper> {
+        Arc::new(LevelKeeper {
+            residency: Arc::clone(self),
+            level: (level as usize).min(COUNTED_LEVELS - 1),
+        })
+    }
+
     /// The uses of `slot`'s table, decayed as eviction decays them, left
     /// unfolded: what the filter of a table written from it is sized by.
     pub(crate) fn heat(&self, slot: &Slot) -> u64 {
         let round = lock(&self.state).round;
-        slot.decayed_heat(round) + slot.uses.load(Ordering::Relaxed)
+        slot.heat.decayed(round) + slot.heat.pending()
     }
 
     /// `slot`'s table for one use if it is resident. Counts the use.
     pub(crate) fn resident_for_use(&self, slot: &Slot) -> Option<ResidentGuard> {
-        slot.count_use();
+        slot.heat.count_use();
         let guard = slot.table.load();
         guard.is_some().then_some(ResidentGuard(guard))
     }
@@ -321,7 +344,7 @@ impl Residency {
             return;
         }
         let mut state = lock(&self.state);
-        if slot.table.load().is_none() && self.make_room(&mut state, slot, bytes) {
+        if slot.table.load().is_none() && self.make_room(&mut state, &slot.heat, bytes) {
             self.admit(&mut state, slot, Arc::clone(table), bytes);
         }
     }
@@ -345,7 +368,7 @@ impl Residency {
     }
 
     /// Reads `slot`'s table with `load`, and keeps it when `keep` and it
-    /// can be made to fit by evicting colder tables; whether it was kept.
+    /// can be made to fit by evicting colder residents; whether it was kept.
     pub(crate) fn read(
         &self,
         slot: &Arc<Slot>,
@@ -364,7 +387,7 @@ impl Residency {
             // Another reader loaded it meanwhile.
             return Ok((resident, true));
         }
-        let kept = keep && self.make_room(&mut state, slot, bytes);
+        let kept = keep && self.make_room(&mut state, &slot.heat, bytes);
         if kept {
             self.admit(&mut state, slot, Arc::clone(&table), bytes);
         } else {
@@ -376,18 +399,77 @@ impl Residency {
     fn admit(&self, state: &mut State, slot: &Arc<Slot>, table: Arc<Table>, bytes: u64) {
         self.cache.forget_metadata(slot.id);
         slot.table.store(Some(table));
-        state.used += bytes;
-        state.insert(slot);
-        self.levels[slot.level]
-            .resident_bytes
-            .fetch_add(bytes, Ordering::Relaxed);
+        let entry = Entry {
+            held: Held::Table(Arc::clone(slot)),
+            bytes,
+            level: slot.level,
+        };
+        self.charge(state, entry);
     }
 
-    /// Evicts tables colder than `incoming` until `bytes` more fit; `false`
-    /// (evicting nothing) if they cannot. Victims are the coldest of a few
-    /// sampled tables (as Redis evicts), so a load costs the same however
-    /// many tables are resident.
-    fn make_room(&self, state: &mut State, incoming: &Slot, bytes: u64) -> bool {
+    /// Keeps `piece` of a table at `level`, whose `value` was just read
+    /// from its file (`fresh`) or found in the block cache, if it can be
+    /// made to fit by evicting colder residents: `install` makes it
+    /// resident. A fresh value not kept is cached.
+    fn keep_piece(
+        &self,
+        level: usize,
+        piece: Arc<dyn Resident>,
+        (value, fresh): (&AnyPiece, bool),
+        bytes: u64,
+        install: &mut dyn FnMut(),
+    ) -> bool {
+        let counts = &self.levels[level];
+        if fresh {
+            counts.loads.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut state = lock(&self.state);
+        let id = piece.id();
+        if let Some(&at) = state.position.get(&id) {
+            let same = matches!(&state.resident[at].held,
+                Held::Piece(p) if std::ptr::addr_eq(Arc::as_ptr(p), Arc::as_ptr(&piece)));
+            if same {
+                // Another reader kept it meanwhile.
+                return true;
+            }
+            // The piece of an earlier read of its table.
+            self.evict(&mut state, id);
+        }
+        if !self.make_room(&mut state, piece.heat(), bytes) {
+            drop(state);
+            if fresh {
+                counts.transient.fetch_add(1, Ordering::Relaxed);
+                let value = Arc::clone(value);
+                self.cache
+                    .insert_piece(id.table, piece.offset(), value, bytes);
+            }
+            return false;
+        }
+        install();
+        self.cache.forget_piece(id.table, piece.offset());
+        let entry = Entry {
+            held: Held::Piece(piece),
+            bytes,
+            level,
+        };
+        self.charge(&mut state, entry);
+        true
+    }
+
+    fn charge(&self, state: &mut State, entry: Entry) {
+        state.used += entry.bytes;
+        self.levels[entry.level]
+            .resident_bytes
+            .fetch_add(entry.bytes, Ordering::Relaxed);
+        state.insert(entry);
+    }
+
+    /// Evicts residents colder than `incoming` (of `heat`) until `bytes`
+    /// more fit; `false` (evicting nothing) if they cannot. Victims are the
+    /// coldest of a few sampled residents (as Redis evicts), so a load
+    /// costs the same however many are resident; pieces whose table is
+    /// gone go first.
+    fn make_room(&self, state: &mut State, heat: &Heat, bytes: u64) -> bool {
         if bytes > self.budget {
             return false;
         }
@@ -396,19 +478,24 @@ impl Residency {
         }
         let need = state.used + bytes - self.budget;
         let round = state.round;
-        let incoming_heat = per_byte(incoming.fold_heat(round), bytes);
-        let mut colder: Vec<(f64, u64, u64)> = Vec::new();
+        let incoming_heat = per_byte(heat.fold(round), bytes);
+        let mut colder: Vec<(f64, u64, PieceId)> = Vec::new();
         for _ in 0..SAMPLES.min(state.resident.len() * 2) {
-            let Some(slot) = state.sample() else { break };
-            let size = slot.summary().map_or(0, |s| s.resident_bytes);
-            let heat = per_byte(slot.fold_heat(round), size);
-            if heat < incoming_heat && !colder.iter().any(|c| c.2 == slot.id) {
-                colder.push((heat, size, slot.id));
+            let Some(at) = state.sample() else { break };
+            let entry = &state.resident[at];
+            let id = entry.held.id();
+            let heat = if entry.held.is_orphan() {
+                -1.0
+            } else {
+                per_byte(entry.held.heat().fold(round), entry.bytes)
+            };
+            if heat < incoming_heat && !colder.iter().any(|c| c.2 == id) {
+                colder.push((heat, entry.bytes, id));
             }
         }
         colder.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut freed = 0;
-        let victims: Vec<u64> = colder
+        let victims: Vec<PieceId> = colder
             .iter()
             .take_while(|(_, size, _)| {
                 let more = freed < need;
@@ -426,12 +513,27 @@ impl Residency {
         true
     }
 
-    fn evict(&self, state: &mut State, id: u64) {
-        if let Some((level, table)) = self.release(state, id) {
-            if let Some(table) = table {
-                self.cache.insert_table(id, table);
+    fn evict(&self, state: &mut State, id: PieceId) {
+        if let Some(entry) = self.release(state, id) {
+            match &entry.held {
+                Held::Table(slot) => {
+                    if let Some(table) = slot.table.swap(None) {
+                        self.cache.insert_table(slot.id, table);
+                    }
+                }
+                Held::Piece(piece) => {
+                    // A piece nothing else holds serves no one in the cache.
+                    if !entry.held.is_orphan()
+                        && let Some((offset, value)) = piece.evict()
+                    {
+                        self.cache
+                            .insert_piece(id.table, offset, value, entry.bytes);
+                    }
+                }
             }
-            self.levels[level].evictions.fetch_add(1, Ordering::Relaxed);
+            self.levels[entry.level]
+                .evictions
+                .fetch_add(1, Ordering::Relaxed);
             state.evictions_this_round += 1;
             if state.evictions_this_round >= state.resident.len().max(16) {
                 state.round += 1;
@@ -440,21 +542,29 @@ impl Residency {
         }
     }
 
-    /// Drops table `id` from the budget: it left the database.
+    /// Drops table `id` and its pieces from the budget: it left the
+    /// database.
     pub(crate) fn forget(&self, id: u64) {
-        self.release(&mut lock(&self.state), id);
+        let mut state = lock(&self.state);
+        for piece in state.of_table(id) {
+            if let Some(entry) = self.release(&mut state, piece) {
+                match &entry.held {
+                    Held::Table(slot) => drop(slot.table.swap(None)),
+                    Held::Piece(piece) => drop(piece.evict()),
+                }
+            }
+        }
     }
 
-    /// Makes table `id` not resident; its level and table if it was.
-    fn release(&self, state: &mut State, id: u64) -> Option<(usize, Option<Arc<Table>>)> {
-        let slot = state.remove(id)?;
-        let table = slot.table.swap(None);
-        let bytes = slot.summary().map_or(0, |s| s.resident_bytes);
-        state.used -= bytes;
-        self.levels[slot.level]
+    /// Takes `id` out of the budget; what it was, if it was resident. The
+    /// caller drops it from memory.
+    fn release(&self, state: &mut State, id: PieceId) -> Option<Entry> {
+        let entry = state.remove(id)?;
+        state.used -= entry.bytes;
+        self.levels[entry.level]
             .resident_bytes
-            .fetch_sub(bytes, Ordering::Relaxed);
-        Some((slot.level, table))
+            .fetch_sub(entry.bytes, Ordering::Relaxed);
+        Some(entry)
     }
 
     /// The figures of `level` (deeper levels share the last).
@@ -467,6 +577,34 @@ impl Residency {
             transient_loads: counts.transient.load(Ordering::Relaxed),
             cache_hits: counts.cache_hits.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Keeps the pieces of the tables of one level in a [`Residency`].
+#[derive(Debug)]
+struct LevelKeeper {
+    residency: Arc<Residency>,
+    level: usize,
+}
+
+impl Keeper for LevelKeeper {
+    fn keep(
+        &self,
+        piece: Arc<dyn Resident>,
+        value: (&AnyPiece, bool),
+        bytes: u64,
+        install: &mut dyn FnMut(),
+    ) -> bool {
+        self.residency
+            .keep_piece(self.level, piece, value, bytes, install)
+    }
+
+    fn cached(&self, table: u64, offset: u64) -> Option<AnyPiece> {
+        let piece = self.residency.cache.piece(table, offset)?;
+        self.residency.levels[self.level]
+            .cache_hits
+            .fetch_add(1, Ordering::Relaxed);
+        Some(piece)
     }
 }
 

@@ -12,13 +12,14 @@ use sift_filter::{
 
 use crate::filter_policy::{FilterChoice, FilterKindChoice};
 
-/// Target size of one filter partition: 16 KiB. Partitions exist to bound
-/// the builder's memory (it buffers 16 bytes per key until a filter is
-/// built) and Ribbon's banding work, and so that a lookup touches one small
-/// filter. At 16 KiB a blocked Bloom partition loses under 0.4% to rounding
-/// up to whole 64-byte lines, Ribbon's fixed per-filter overhead is as
-/// small, and a partition is a few pages, RocksDB's usual range.
-const PARTITION_BYTES: f64 = 16.0 * 1024.0;
+/// Target size of one filter partition: 4 KiB, one page (RocksDB's
+/// `metadata_block_size`). Partitions exist so that a lookup reads and
+/// keeps one small filter, which a tight budget holds or drops on its own
+/// (`sstable::piece`), and to bound the builder's memory (it buffers 16
+/// bytes per key until a filter is built) and Ribbon's banding work. At
+/// 4 KiB a blocked Bloom partition loses under 1.6% to rounding up to
+/// whole 64-byte lines.
+const PARTITION_BYTES: f64 = 4.0 * 1024.0;
 
 /// Fewest keys in a partition sized by [`PARTITION_BYTES`], so that very
 /// high bits/key still make partitions worth their index entry.

@@ -4,4 +4,4 @@ mod builder;
 mod reader;
 
 pub(crate) use builder::{BuiltFilter, FilterOutput, KeyFilterBuilder};
-pub(crate) use reader::{FilterLayout, KeyFilter, encode_partition_index};
+pub(crate) use reader::{FilterLayout, KeyFilter, Probe, encode_partition_index};

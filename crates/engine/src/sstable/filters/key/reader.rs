@@ -1,22 +1,32 @@
-//! The key filter of an open table, decoded once at open and probed in
-//! place: one [`StaticFilter`] for the whole table, or one per partition
-//! found by binary search over the partitions' last user keys.
+//! The key filter of an open table: one [`StaticFilter`] for the whole
+//! table, read with it, or one per partition, found by binary search over
+//! the partitions' last user keys and each read at its first use as a
+//! [`Piece`] of its own, so that under a tight budget a lookup reads the
+//! one partition it needs.
 //!
 //! Errors are treated as potential matches: a filter (or partition) whose
 //! block fails its checksum or does not decode answers "may contain" for
-//! every key, and the problem is kept for `verify` to report. An I/O error
-//! while reading it still fails the open: that is not damage.
+//! every key, and the first problem is kept for `verify` to report. An I/O
+//! error while reading the whole filter or the partition index still fails
+//! the open: that is not damage; one while reading a partition only makes
+//! that probe answer "may contain".
 
 #![deny(clippy::indexing_slicing)]
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use sift_filter::{Filter, KeyHash, StaticFilter};
 
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::{Corrupt, Error, Result};
 use crate::fs::ReadableFile;
+use crate::sstable::piece::Piece;
 use crate::sstable::trailer::{BlockHandle, read_block};
+
+/// Bytes a resident partition takes beyond its filter data: the `Arc`,
+/// the filter's struct and the allocator's rounding.
+const PARTITION_OVERHEAD: u64 = 128;
 
 /// Longest user key in a partition index: the engine's key limit (64 KiB),
 /// with room to spare.
@@ -68,11 +78,12 @@ enum Loaded {
     None,
     /// One filter.
     Whole(StaticFilter),
-    /// Partitions: ascending last user keys, and each one's filter (`None`
-    /// if it could not be read).
+    /// Partitions: ascending last user keys, each one's block, and each
+    /// one's filter as a piece, read at its first use.
     Partitioned {
         last_keys: Vec<Box<[u8]>>,
-        filters: Vec<Option<StaticFilter>>,
+        handles: Vec<BlockHandle>,
+        pieces: Vec<Arc<Piece<StaticFilter>>>,
     },
     /// Damaged beyond use: every key may be present.
     Unreadable,
@@ -83,36 +94,49 @@ enum Loaded {
 pub(crate) struct KeyFilter {
     loaded: Loaded,
     /// First damage found: file offset and what was wrong.
-    problem: Option<(u64, String)>,
+    problem: OnceLock<(u64, String)>,
+}
+
+/// Where the answer for one key is.
+pub(crate) enum Probe<'a> {
+    /// Known without reading anything.
+    Answer(bool),
+    /// In partition `piece`, stored at `handle`.
+    Partition {
+        piece: &'a Arc<Piece<StaticFilter>>,
+        handle: BlockHandle,
+    },
 }
 
 impl KeyFilter {
     /// Reads the filter at `handle` (laid out as `layout`), whose blocks
-    /// end by `limit`. `largest_user_key` is the table's, from its
-    /// properties: the last partition must end there.
+    /// end by `limit`: the whole filter, or the partition index of table
+    /// `table` (its partitions are read at their first use).
+    /// `largest_user_key` is the table's, from its properties: the last
+    /// partition must end there.
     pub(crate) fn load(
         file: &dyn ReadableFile,
         path: &Path,
-        layout: FilterLayout,
-        handle: BlockHandle,
+        (layout, handle): (FilterLayout, BlockHandle),
         limit: u64,
+        table: u64,
         largest_user_key: &[u8],
     ) -> Result<Self> {
-        let mut problem = None;
+        let problem = OnceLock::new();
         let loaded = match layout {
             FilterLayout::None => Loaded::None,
             FilterLayout::Whole => match read_filter(file, path, handle, limit)? {
                 Ok(filter) => Loaded::Whole(filter),
                 Err(damage) => {
-                    problem = Some(damage);
+                    let _ = problem.set(damage);
                     Loaded::Unreadable
                 }
             },
             FilterLayout::Partitioned => {
-                match load_partitions(file, path, handle, limit, largest_user_key, &mut problem)? {
+                match load_partition_index(file, path, handle, limit, table, largest_user_key)? {
                     Ok(loaded) => loaded,
                     Err(damage) => {
-                        problem = Some(damage);
+                        let _ = problem.set(damage);
                         Loaded::Unreadable
                     }
                 }
@@ -121,51 +145,123 @@ impl KeyFilter {
         Ok(Self { loaded, problem })
     }
 
-    /// `false` only if no key hashing to `hash` with user key `user_key`
-    /// was added. Never re-hashes the key.
-    pub(crate) fn may_contain(&self, user_key: &[u8], hash: KeyHash) -> bool {
+    /// Where the answer for `user_key` is: `Answer(false)` only if no key
+    /// hashing to `hash` with user key `user_key` was added. Never
+    /// re-hashes the key.
+    pub(crate) fn locate(&self, user_key: &[u8], hash: KeyHash) -> Probe<'_> {
         match &self.loaded {
-            Loaded::None | Loaded::Unreadable => true,
-            Loaded::Whole(filter) => filter.may_contain(hash),
-            Loaded::Partitioned { last_keys, filters } => {
+            Loaded::None | Loaded::Unreadable => Probe::Answer(true),
+            Loaded::Whole(filter) => Probe::Answer(filter.may_contain(hash)),
+            Loaded::Partitioned {
+                last_keys,
+                handles,
+                pieces,
+            } => {
                 let at = last_keys.partition_point(|k| &**k < user_key);
-                match filters.get(at) {
+                match (pieces.get(at), handles.get(at)) {
+                    (Some(piece), Some(&handle)) => Probe::Partition { piece, handle },
                     // Past the last partition, which ends at the table's
                     // largest key (checked at load).
-                    None => false,
-                    Some(None) => true,
-                    Some(Some(filter)) => filter.may_contain(hash),
+                    _ => Probe::Answer(false),
                 }
             }
         }
     }
 
-    /// Starts loading the filter line [`FilterBlock::may_contain`] will
-    /// read for `hash` (a hint, for batched lookups).
+    /// Reads the partition at `handle` (whose blocks end by `limit`), or
+    /// `None` if it is damaged (the damage is kept for `verify`) or cannot
+    /// be read now.
+    pub(crate) fn read_partition(
+        &self,
+        file: &dyn ReadableFile,
+        path: &Path,
+        handle: BlockHandle,
+        limit: u64,
+    ) -> Option<StaticFilter> {
+        match read_filter(file, path, handle, limit) {
+            Ok(Ok(filter)) => Some(filter),
+            Ok(Err(damage)) => {
+                let _ = self.problem.set(damage);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Bytes a partition takes in memory.
+    pub(crate) fn partition_bytes(filter: &StaticFilter) -> u64 {
+        filter.size_bytes() as u64 + PARTITION_OVERHEAD
+    }
+
+    /// Starts loading the filter line a probe for `hash` will read (a
+    /// hint, for batched lookups), if that filter is in memory.
     pub(crate) fn prefetch(&self, user_key: &[u8], hash: KeyHash) {
-        match &self.loaded {
-            Loaded::None | Loaded::Unreadable => {}
-            Loaded::Whole(filter) => filter.prefetch(hash),
-            Loaded::Partitioned { last_keys, filters } => {
-                let at = last_keys.partition_point(|k| &**k < user_key);
-                if let Some(Some(filter)) = filters.get(at) {
+        match self.locate_filter(user_key) {
+            Some(Located::Whole(filter)) => filter.prefetch(hash),
+            Some(Located::Piece(piece)) => {
+                if let Some(filter) = piece.resident() {
                     filter.prefetch(hash);
                 }
             }
+            None => {}
         }
+    }
+
+    fn locate_filter(&self, user_key: &[u8]) -> Option<Located<'_>> {
+        match &self.loaded {
+            Loaded::None | Loaded::Unreadable => None,
+            Loaded::Whole(filter) => Some(Located::Whole(filter)),
+            Loaded::Partitioned {
+                last_keys, pieces, ..
+            } => {
+                let at = last_keys.partition_point(|k| &**k < user_key);
+                pieces.get(at).map(Located::Piece)
+            }
+        }
+    }
+
+    /// Reads every partition not read yet, so that [`KeyFilter::problem`]
+    /// knows of all damage (for `verify`); I/O errors are returned.
+    pub(crate) fn check(&self, file: &dyn ReadableFile, path: &Path, limit: u64) -> Result<()> {
+        if let Loaded::Partitioned { handles, .. } = &self.loaded {
+            for &handle in handles {
+                if let Err(damage) = read_filter(file, path, handle, limit)? {
+                    let _ = self.problem.set(damage);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The first damage found, as the error `verify` reports.
     pub(crate) fn problem(&self, path: &Path) -> Option<Error> {
-        self.problem.as_ref().map(|(offset, detail)| {
+        self.problem.get().map(|(offset, detail)| {
             Error::corruption(path, *offset, format!("key filter: {detail}"))
         })
     }
 
-    /// Whether any part of the filter could not be read.
-    pub(crate) fn is_damaged(&self) -> bool {
-        self.problem.is_some()
+    /// Bytes the filter keeps with its table, whatever its pieces hold:
+    /// the whole filter, or the partition index.
+    pub(crate) fn summary_bytes(&self) -> u64 {
+        match &self.loaded {
+            Loaded::None | Loaded::Unreadable => 0,
+            Loaded::Whole(filter) => filter.size_bytes() as u64 + PARTITION_OVERHEAD,
+            Loaded::Partitioned { last_keys, .. } => last_keys
+                .iter()
+                .map(|key| key.len() as u64 + PARTITION_ENTRY_BYTES)
+                .sum(),
+        }
     }
+}
+
+/// Bytes per partition in memory beyond its last key: the key's box, its
+/// handle and its piece.
+const PARTITION_ENTRY_BYTES: u64 = 16 + 16 + 8 + 96;
+
+/// A filter in memory, or the piece that may hold one.
+enum Located<'a> {
+    Whole(&'a StaticFilter),
+    Piece(&'a Arc<Piece<StaticFilter>>),
 }
 
 /// Reads one filter block: `Err(Error)` for I/O, `Ok(Err(damage))` for
@@ -185,15 +281,15 @@ fn read_filter(
         .map_err(|e| (handle.offset, format!("filter does not decode: {e}"))))
 }
 
-/// Reads the partition index and every partition; a damaged partition is
-/// recorded in `problem` and answers "may contain".
-fn load_partitions(
+/// Reads the partition index of table `table`; its partitions are read at
+/// their first use.
+fn load_partition_index(
     file: &dyn ReadableFile,
     path: &Path,
     handle: BlockHandle,
     limit: u64,
+    table: u64,
     largest_user_key: &[u8],
-    problem: &mut Option<(u64, String)>,
 ) -> Result<Result<Loaded, (u64, String)>> {
     let bytes = match read_block(file, path, handle, limit) {
         Ok(bytes) => bytes,
@@ -204,20 +300,16 @@ fn load_partitions(
         Ok(entries) => entries,
         Err(c) => return Ok(Err((handle.offset.saturating_add(c.offset), c.detail))),
     };
-    let mut last_keys = Vec::with_capacity(entries.len());
-    let mut filters = Vec::with_capacity(entries.len());
-    for (last_key, partition) in entries {
-        let filter = match read_filter(file, path, partition, handle.offset)? {
-            Ok(filter) => Some(filter),
-            Err(damage) => {
-                problem.get_or_insert(damage);
-                None
-            }
-        };
-        last_keys.push(last_key);
-        filters.push(filter);
-    }
-    Ok(Ok(Loaded::Partitioned { last_keys, filters }))
+    let pieces = (0u32..)
+        .zip(&entries)
+        .map(|(at, (_, handle))| Piece::new(table, at, handle.offset))
+        .collect();
+    let (last_keys, handles) = entries.into_iter().unzip();
+    Ok(Ok(Loaded::Partitioned {
+        last_keys,
+        handles,
+        pieces,
+    }))
 }
 
 /// Decodes the partition index; its last key must be the table's largest
