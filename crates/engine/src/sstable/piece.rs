@@ -125,6 +125,14 @@ pub(crate) trait Keeper: Send + Sync + fmt::Debug {
     /// The value of table `table`'s piece stored at `offset` if the block
     /// cache holds it (the budget evicted it there).
     fn cached(&self, table: u64, offset: u64) -> Option<AnyPiece>;
+
+    /// Whether a key-filter partition that is not in memory is worth
+    /// reading for one probe, or the lookup should go on as if it passed.
+    fn worth_reading(&self) -> bool;
+
+    /// A partition that was not in memory was probed: whether it ruled
+    /// the key out.
+    fn partition_read(&self, negative: bool);
 }
 
 /// The keeper of a table read outside a database (`sift dump-sst`,
@@ -147,6 +155,12 @@ impl Keeper for KeepAll {
     fn cached(&self, _: u64, _: u64) -> Option<AnyPiece> {
         None
     }
+
+    fn worth_reading(&self) -> bool {
+        true
+    }
+
+    fn partition_read(&self, _: bool) {}
 }
 
 thread_local! {

@@ -192,9 +192,10 @@ impl Table {
             Probe::Answer(answer) => return answer,
             Probe::Partition { piece, handle } => (piece, handle),
         };
-        let filter = match piece.resident() {
-            Some(filter) => filter,
-            None if tier.may_read_file().is_err() => return true,
+        let keeper = self.keeper.as_ref();
+        let (filter, read) = match piece.resident() {
+            Some(filter) => (filter, false),
+            None if tier.may_read_file().is_err() || !keeper.worth_reading() => return true,
             None => {
                 let read = || {
                     let file = self.file().map_err(drop)?;
@@ -204,13 +205,16 @@ impl Table {
                         .read_partition(file.as_ref(), &self.path, handle, limit);
                     read.ok_or(())
                 };
-                match piece.get_or_read(self.keeper.as_ref(), KeyFilter::partition_bytes, read) {
-                    Ok(filter) => filter,
+                match piece.get_or_read(keeper, KeyFilter::partition_bytes, read) {
+                    Ok(filter) => (filter, true),
                     Err(()) => return true,
                 }
             }
         };
         let may_contain = filter.may_contain(hash);
+        if read {
+            keeper.partition_read(!may_contain);
+        }
         if !may_contain {
             // What a partition saves: the reads of the keys it rules out.
             piece.heat().count_use();

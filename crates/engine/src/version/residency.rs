@@ -197,6 +197,27 @@ struct LevelCounts {
     evictions: AtomicU64,
     transient: AtomicU64,
     cache_hits: AtomicU64,
+    /// Filter partitions read for a probe because they were not resident,
+    /// and how many of those probes ruled the key out: what reading one
+    /// is worth at this level (see [`Keeper::worth_reading`]).
+    partition_reads: AtomicU64,
+    partition_negatives: AtomicU64,
+}
+
+/// Probes of partitions read at a level before their worth is judged.
+const PARTITION_READS_TO_JUDGE: u64 = 32;
+
+/// The probes of partitions read kept per level: past this the counts
+/// halve, so that the estimate follows where lookups go now.
+const PARTITION_READS_KEPT: u64 = 4096;
+
+/// One probe in this many of a partition judged not worth reading reads
+/// it anyway, so that the estimate learns when the lookups change.
+const PARTITION_EXPLORE: u64 = 16;
+
+thread_local! {
+    /// Partitions this thread has not read, judged not worth it.
+    static SKIPPED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// One level's figures, as [`Residency::level_figures`] reports them.
@@ -597,6 +618,42 @@ impl Keeper for LevelKeeper {
     ) -> bool {
         self.residency
             .keep_piece(self.level, piece, value, bytes, install)
+    }
+
+    /// A partition is worth reading when it rules out at least half the
+    /// keys it is read for at this level: a key it rules out saves the
+    /// index and the data block (one read or two), one it passes costs the
+    /// partition's read on top of them. At the last level under lookups
+    /// of present keys it passes nearly all, and lookups go straight to
+    /// the index; at the levels above it rules out nearly all.
+    fn worth_reading(&self) -> bool {
+        let counts = &self.residency.levels[self.level];
+        let reads = counts.partition_reads.load(Ordering::Relaxed);
+        let negatives = counts.partition_negatives.load(Ordering::Relaxed);
+        if reads < PARTITION_READS_TO_JUDGE || 2 * negatives >= reads {
+            return true;
+        }
+        SKIPPED.with(|n| {
+            n.set(n.get().wrapping_add(1));
+            n.get() % PARTITION_EXPLORE == 0
+        })
+    }
+
+    fn partition_read(&self, negative: bool) {
+        let counts = &self.residency.levels[self.level];
+        let reads = counts.partition_reads.fetch_add(1, Ordering::Relaxed) + 1;
+        if negative {
+            counts.partition_negatives.fetch_add(1, Ordering::Relaxed);
+        }
+        if reads >= PARTITION_READS_KEPT {
+            // Racy halving: a count lost to a concurrent probe does not
+            // matter to an estimate.
+            let negatives = counts.partition_negatives.load(Ordering::Relaxed);
+            counts.partition_reads.store(reads / 2, Ordering::Relaxed);
+            counts
+                .partition_negatives
+                .store(negatives.min(reads) / 2, Ordering::Relaxed);
+        }
     }
 
     fn cached(&self, table: u64, offset: u64) -> Option<AnyPiece> {
