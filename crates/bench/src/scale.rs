@@ -89,6 +89,11 @@ pub struct Args {
     /// Target table size, MiB (fractions for stores of many small tables).
     #[arg(long, default_value_t = 2.0)]
     table_mib: f64,
+    /// Read table files around the page cache while measuring (Sift's
+    /// `direct_reads`, RocksDB's `use_direct_reads`), so that what the
+    /// engines' own memory misses is read from the device.
+    #[arg(long)]
+    direct_reads: bool,
     /// Memtable size, MiB.
     #[arg(long, default_value_t = 32)]
     memtable_mib: u64,
@@ -394,7 +399,8 @@ fn load(args: &Args) -> anyhow::Result<bool> {
 }
 
 /// Sift's metadata with every table read: opened without a budget, then
-/// a full scan, which reads every table's metadata once.
+/// a full scan, which reads every table once; the bytes of each table's
+/// metadata with all its pieces (index, filter partitions) resident.
 fn measure_full_metadata(args: &Args) -> anyhow::Result<u64> {
     let db = sift_builder(args, u64::MAX, LOAD_CACHE_BYTES).open()?;
     let mut count = 0u64;
@@ -407,7 +413,7 @@ fn measure_full_metadata(args: &Args) -> anyhow::Result<u64> {
         "the store holds {count} keys, not {}",
         args.num
     );
-    Ok(db.stats().filter_memory_resident)
+    Ok(db.stats().levels.iter().map(|l| l.metadata_bytes).sum())
 }
 
 // ---------------------------------------------------------------------
@@ -529,6 +535,7 @@ fn measure_sift(args: &Args, memory: Memory, lookups: &[(u64, bool)]) -> anyhow:
         || {
             Ok(
                 sift_builder(args, memory.sift_metadata(), memory.sift_cache())
+                    .direct_reads(args.direct_reads)
                     .file_system(Arc::new(fs.clone()))
                     .open()?,
             )
@@ -577,6 +584,21 @@ impl CountingFs {
     fn table_bytes_read(&self) -> u64 {
         self.table_bytes.load(Ordering::Relaxed)
     }
+
+    /// `file`, opened at `path`, with its reads counted if it is a table.
+    fn counted(
+        &self,
+        path: &Path,
+        file: Arc<dyn ReadableFile>,
+    ) -> io::Result<Arc<dyn ReadableFile>> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            return Ok(Arc::new(CountedFile {
+                file,
+                bytes: Arc::clone(&self.table_bytes),
+            }));
+        }
+        Ok(file)
+    }
 }
 
 /// A table file whose reads are counted.
@@ -600,14 +622,11 @@ impl ReadableFile for CountedFile {
 
 impl FileSystem for CountingFs {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
-        let file = StdFs.open(path)?;
-        if path.extension().is_some_and(|e| e == "sst") {
-            return Ok(Arc::new(CountedFile {
-                file,
-                bytes: Arc::clone(&self.table_bytes),
-            }));
-        }
-        Ok(file)
+        self.counted(path, StdFs.open(path)?)
+    }
+
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        self.counted(path, StdFs.open_direct(path)?)
     }
 
     // The rest is the operating system's, as is.
@@ -931,10 +950,16 @@ mod rocks {
 
     /// The options of `engine`'s store with a block cache of `cache_bytes`,
     /// statistics on (they cost RocksDB some throughput; the bytes read
-    /// need them).
-    fn open(args: &Args, engine: Engine, cache_bytes: u64) -> anyhow::Result<(DB, Options)> {
+    /// need them), and table files read around the page cache if `direct`.
+    fn open(
+        args: &Args,
+        engine: Engine,
+        cache_bytes: u64,
+        direct: bool,
+    ) -> anyhow::Result<(DB, Options)> {
         let cache = Cache::new_lru_cache(usize::try_from(cache_bytes)?)?;
         let mut options = Options::default();
+        options.set_use_direct_reads(direct);
         options.create_if_missing(true);
         options.set_block_based_table_factory(&table_options(args, engine, &cache));
         options.set_compression_type(DBCompressionType::None);
@@ -947,13 +972,13 @@ mod rocks {
 
     /// Whether the store holds the first and the last of `--num` keys.
     pub(super) fn holds_keys(args: &Args, engine: Engine) -> anyhow::Result<bool> {
-        let (db, _) = open(args, engine, LOAD_CACHE_BYTES)?;
+        let (db, _) = open(args, engine, LOAD_CACHE_BYTES, false)?;
         let last = args.num.saturating_sub(1);
         Ok(db.get_pinned(key(0))?.is_some() && db.get_pinned(key(last))?.is_some())
     }
 
     pub(super) fn load(args: &Args, engine: Engine, order: &[u64]) -> anyhow::Result<()> {
-        let (db, _) = open(args, engine, LOAD_CACHE_BYTES)?;
+        let (db, _) = open(args, engine, LOAD_CACHE_BYTES, false)?;
         for &i in order {
             db.put(key(i), VALUE)?;
         }
@@ -1005,7 +1030,7 @@ mod rocks {
     ) -> anyhow::Result<Measured> {
         let mid = args.num / 2;
         let ((db, options), open) = super::opened(
-            || open(args, engine, memory.total),
+            || open(args, engine, memory.total, args.direct_reads),
             |(db, _)| check(mid, false, db.get_pinned(key(mid))?.as_deref()),
         )?;
         let before = tickers(&options)?;

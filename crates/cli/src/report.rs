@@ -57,10 +57,11 @@ pub fn levels(out: &mut Output, stats: &Stats) -> Outcome {
     let total = |field: fn(&LevelStats) -> u64| stats.levels.iter().map(field).sum::<u64>();
     let unread: usize = stats.levels.iter().map(|l| l.tables_unread).sum();
     out.line(format!(
-        "table metadata in memory: {} of {} budget; {} loads, {} evictions, {} transient loads, \
-         {} served by the block cache{}",
+        "table metadata in memory: {} of {} budget ({} with every index and filter partition \
+         resident); {} loads, {} evictions, {} transient loads, {} served by the block cache{}",
         human_bytes(stats.filter_memory_resident),
         human_bytes(stats.filter_memory_budget),
+        human_bytes(total(|l| l.metadata_bytes)),
         total(|l| l.metadata_loads),
         total(|l| l.metadata_evictions),
         total(|l| l.transient_loads),
@@ -220,6 +221,7 @@ fn level_json(level: usize, s: &LevelStats) -> Value {
         "compaction_bytes_read": s.compaction_bytes_read,
         "tables_unread": s.tables_unread,
         "resident_bytes": s.resident_bytes,
+        "metadata_bytes": s.metadata_bytes,
         "metadata_loads": s.metadata_loads,
         "metadata_evictions": s.metadata_evictions,
         "transient_loads": s.transient_loads,

@@ -101,6 +101,7 @@ pub fn db_stats<'py>(py: Python<'py>, stats: &Stats) -> PyResult<Bound<'py, PyDi
             filter_false_positives,
             scan_filter_bytes,
             resident_bytes,
+            metadata_bytes,
             metadata_loads,
             metadata_evictions,
             transient_loads,

@@ -39,6 +39,7 @@ pub(super) struct Options {
     pub block_cache_bytes: u64,
     pub filter_memory_bytes: u64,
     pub max_open_files: usize,
+    pub direct_reads: bool,
     pub compression: Compression,
     pub compaction: CompactionStyle,
     pub filter_policy: FilterPolicy,
@@ -85,6 +86,7 @@ impl DbBuilder {
                 block_cache_bytes: 64 << 20,
                 filter_memory_bytes: DEFAULT_FILTER_MEMORY_BYTES,
                 max_open_files: DEFAULT_MAX_OPEN_FILES,
+                direct_reads: false,
                 compression: Compression::None,
                 compaction: CompactionStyle::default(),
                 filter_policy: FilterPolicy::default(),
@@ -158,6 +160,17 @@ impl DbBuilder {
     /// than the process may open files (`ulimit -n`).
     pub fn max_open_files(mut self, files: usize) -> Self {
         self.options.max_open_files = files;
+        self
+    }
+
+    /// Read table files around the operating system's page cache
+    /// (`O_DIRECT`, RocksDB's `use_direct_reads`; default `false`): the
+    /// block cache and the metadata budget are then all the memory reads
+    /// get, as in a store larger than memory. On a file system that cannot
+    /// read so (tmpfs) the open fails with an error that says so. The WAL
+    /// and the manifest are read as usual.
+    pub fn direct_reads(mut self, direct: bool) -> Self {
+        self.options.direct_reads = direct;
         self
     }
 

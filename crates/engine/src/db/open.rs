@@ -66,10 +66,20 @@ impl Db {
             .try_lock(&lock_path)
             .map_err(|e| Error::io(&lock_path, e))?
             .ok_or_else(|| Error::Locked { path: dir.clone() })?;
+        if options.direct_reads {
+            // The lock file lives where the tables do: a file system that
+            // cannot read it directly fails the open, not a later read.
+            fs.open_direct(&lock_path)
+                .map_err(|e| Error::io(&lock_path, e))?;
+        }
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let tables = Arc::new(SharedTables {
             fs: Arc::clone(&fs),
-            files: Arc::new(OpenFiles::new(Arc::clone(&fs), options.max_open_files)),
+            files: Arc::new(OpenFiles::new(
+                Arc::clone(&fs),
+                options.max_open_files,
+                options.direct_reads,
+            )),
             residency: Arc::new(Residency::new(
                 options.filter_memory_bytes,
                 Arc::clone(&cache),

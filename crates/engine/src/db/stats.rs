@@ -95,6 +95,11 @@ pub struct LevelStats {
     /// Bytes of the level's table metadata (indexes, filters, properties)
     /// resident now.
     pub resident_bytes: u64,
+    /// Bytes the metadata of the level's tables takes with all of it
+    /// resident (each table with its index and every filter partition):
+    /// what `filter_memory_bytes` must hold to keep the level whole. Tables
+    /// not read since open are left out (`tables_unread`).
+    pub metadata_bytes: u64,
     /// Reads of a table's metadata since open: first uses, and uses after
     /// it was evicted.
     pub metadata_loads: u64,
@@ -168,6 +173,7 @@ pub(super) fn snapshot(counters: &Counters, version: &Version, residency: &Resid
                 stats.distinct_keys += summary.distinct_keys;
                 stats.filter_bytes += summary.filter_bytes;
                 stats.scan_filter_bytes += summary.scan_filter_bytes;
+                stats.metadata_bytes += summary.metadata_bytes;
                 kinds.insert(summary.filter_kind);
             }
             stats.filter_kind = kinds.into_iter().collect::<Vec<_>>().join(",");

@@ -11,6 +11,7 @@
 //! [`WritableFile::sync`] returns; a created, renamed or removed *name* is
 //! durable once [`FileSystem::sync_dir`] on its directory returns.
 
+mod direct;
 #[cfg(any(test, feature = "fuzzing"))]
 mod fault;
 mod read_only;
@@ -34,6 +35,13 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>>;
+    /// [`FileSystem::open`] for reads that bypass the operating system's
+    /// page cache (`O_DIRECT`), where there is one; tables are opened so
+    /// with `DbBuilder::direct_reads`. A file system without a page cache
+    /// opens as [`FileSystem::open`] does.
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        self.open(path)
+    }
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes `to`, a new name, name the file `from` names (a hard link):

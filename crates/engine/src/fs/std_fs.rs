@@ -6,6 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::direct::DirectReadable;
 use super::{FileSystem, LockGuard, ReadableFile, WritableFile};
 
 /// The real file system. Appends are buffered in 64 KiB chunks: a WAL
@@ -70,6 +71,10 @@ impl FileSystem for StdFs {
 
     fn open(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
         Ok(Arc::new(StdReadable(File::open(path)?)))
+    }
+
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        Ok(Arc::new(DirectReadable::open(path)?))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

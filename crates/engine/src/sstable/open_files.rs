@@ -1,12 +1,13 @@
 //! [`OpenFiles`]: the table files a database holds open, under a budget of
 //! file descriptors (RocksDB's table cache, `max_open_files`).
 //!
-//! A table's filters, index and properties are read once at open and stay
-//! pinned; only data blocks missing from the block cache need the file.
+//! Only what is missing from memory needs a table's file: data blocks the
+//! block cache misses, and metadata pieces neither resident nor cached.
 //! So a table asks for its file on each such read, and the least recently
 //! used files are closed when the budget is full. A reader still holding an
 //! evicted file keeps it open until it is done, so the budget can be
-//! exceeded by the reads in flight, never by the number of tables.
+//! exceeded by the reads in flight, never by the number of tables. With
+//! direct reads, files are opened to bypass the page cache.
 
 use std::io;
 use std::path::Path;
@@ -20,6 +21,8 @@ use crate::fs::{FileSystem, ReadableFile};
 pub(crate) struct OpenFiles {
     fs: Arc<dyn FileSystem>,
     files: Cache<u64, Arc<dyn ReadableFile>>,
+    /// Open with [`FileSystem::open_direct`].
+    direct: bool,
 }
 
 impl std::fmt::Debug for OpenFiles {
@@ -32,17 +35,25 @@ impl std::fmt::Debug for OpenFiles {
 }
 
 impl OpenFiles {
-    /// Opens files through `fs`, keeping at most `capacity` open.
-    pub(crate) fn new(fs: Arc<dyn FileSystem>, capacity: usize) -> Self {
+    /// Opens files through `fs`, keeping at most `capacity` open; for
+    /// reads that bypass the page cache if `direct`.
+    pub(crate) fn new(fs: Arc<dyn FileSystem>, capacity: usize, direct: bool) -> Self {
         Self {
             fs,
             files: Cache::new(capacity.max(1)),
+            direct,
         }
     }
 
     /// The open file of table `id` at `path`, opening it if it is not.
     pub(crate) fn get(&self, id: u64, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
-        self.files.get_or_insert_with(&id, || self.fs.open(path))
+        self.files.get_or_insert_with(&id, || {
+            if self.direct {
+                self.fs.open_direct(path)
+            } else {
+                self.fs.open(path)
+            }
+        })
     }
 
     /// Closes table `id`'s file (its table is gone).

@@ -272,6 +272,11 @@ impl Table {
         own + keys + values + self.filter.summary_bytes()
     }
 
+    /// Bytes the table takes in memory with all its pieces resident.
+    pub(crate) fn metadata_bytes(&self) -> u64 {
+        self.resident_bytes() + self.index_bytes() + self.filter.partitions_bytes()
+    }
+
     /// Bytes the index takes in memory once read: as stored, plus what an
     /// older format keeps per block to search the stored bytes.
     fn index_bytes(&self) -> u64 {

@@ -561,7 +561,7 @@ mod tests {
             let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::FaultInjectionFs::new());
             let cache = Arc::new(BlockCache::new(1 << 20));
             let shared = Arc::new(SharedTables {
-                files: Arc::new(OpenFiles::new(Arc::clone(&fs), 8)),
+                files: Arc::new(OpenFiles::new(Arc::clone(&fs), 8, false)),
                 fs,
                 residency: Arc::new(Residency::new(1 << 20, Arc::clone(&cache))),
                 cache,

@@ -78,8 +78,11 @@ impl ResidentGuard {
 /// has leaves for (the backfill asks of every table).
 #[derive(Debug, Clone)]
 pub(crate) struct Summary {
-    /// Bytes the metadata takes in memory (what the budget charges).
+    /// Bytes the table takes in memory without its pieces (what the budget
+    /// charges it).
     pub resident_bytes: u64,
+    /// Bytes the table takes with all its pieces resident.
+    pub metadata_bytes: u64,
     /// Data blocks.
     pub data_blocks: u64,
     /// Distinct user keys (what its key filter holds).
@@ -99,6 +102,7 @@ impl Summary {
         let props = table.properties();
         Self {
             resident_bytes: table.resident_bytes(),
+            metadata_bytes: table.metadata_bytes(),
             data_blocks: props.data_blocks,
             distinct_keys: props.distinct_keys,
             filter_bytes: props.filter_bytes,

@@ -188,6 +188,18 @@ impl KeyFilter {
         }
     }
 
+    /// Bytes every partition would take in memory (from their stored
+    /// sizes: each holds its filter's bytes and a small envelope).
+    pub(crate) fn partitions_bytes(&self) -> u64 {
+        match &self.loaded {
+            Loaded::Partitioned { handles, .. } => handles
+                .iter()
+                .map(|handle| handle.size + PARTITION_OVERHEAD)
+                .sum(),
+            _ => 0,
+        }
+    }
+
     /// Bytes a partition takes in memory.
     pub(crate) fn partition_bytes(filter: &StaticFilter) -> u64 {
         filter.size_bytes() as u64 + PARTITION_OVERHEAD
