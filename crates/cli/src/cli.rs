@@ -134,6 +134,11 @@ pub struct ServeArgs {
     /// about 100 MiB plus twice the memtable plus the cache.
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     pub cache_mib: u64,
+    /// Read the data's table files around the page cache (O_DIRECT), so
+    /// that the node's memory is what its caches hold; refused by a file
+    /// system without it (tmpfs).
+    #[arg(long)]
+    pub direct_reads: bool,
     /// The most connections open at once; more wait until one closes.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
     pub max_connections: usize,

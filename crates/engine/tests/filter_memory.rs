@@ -454,3 +454,55 @@ fn compaction_spends_filter_bits_where_lookups_go() {
     assert!(mean(&hot) > mean(&plain_a) + 0.5, "{hot:?} {plain_a:?}");
     assert!(mean(&cold) < mean(&plain_b) - 1.0, "{cold:?} {plain_b:?}");
 }
+
+/// With nothing kept in memory, a lookup of a missing key reads the
+/// table's footer, properties and partition directory and the one filter
+/// partition the key falls in: not the whole filter, and not the index.
+#[test]
+fn a_lookup_reads_the_filter_partition_it_needs_not_the_whole_filter() {
+    let fs = FaultInjectionFs::new();
+    let policy = FilterPolicy {
+        partition_keys: 256,
+        ..FilterPolicy::default()
+    };
+    let open = |fs: Arc<dyn FileSystem>, budget: u64| {
+        builder(fs, budget)
+            .table_target_bytes(512 << 10)
+            .filter_policy(policy.clone())
+            .block_cache_bytes(0)
+            .background_threads(false)
+            .open()
+            .unwrap()
+    };
+    let db = open(Arc::new(fs.clone()), u64::MAX);
+    for i in 0..KEYS {
+        db.insert(key(i), value(i)).unwrap();
+    }
+    db.compact().unwrap();
+    drop(db);
+
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&read);
+    let observe = Arc::new(move |len: usize| {
+        counted.fetch_add(len as u64, Ordering::Relaxed);
+    });
+    let db = open(Arc::new(ObservedFs::new(fs.crash(), "sst", observe)), 0);
+    for i in (0..KEYS).step_by(101) {
+        let missing = format!("key{i:08}-missing").into_bytes();
+        assert_eq!(db.get(&missing).unwrap(), None);
+    }
+    let stats = db.stats();
+    let level = stats.levels.iter().find(|l| l.tables > 0).unwrap();
+    assert_eq!(stats.levels.iter().filter(|l| l.tables > 0).count(), 1);
+    let per_table_filter = level.filter_bytes / level.tables as u64;
+    let per_probe = read.load(Ordering::Relaxed) / stats.filter_probes.max(1);
+    // Only the filters' false positives read an index and a block.
+    assert!(
+        stats.filter_negatives > 0 && stats.data_blocks_read * 10 < stats.filter_probes,
+        "{stats:?}"
+    );
+    assert!(
+        per_probe < per_table_filter / 2,
+        "{per_probe} bytes read per probe; a table's filter is {per_table_filter} bytes"
+    );
+}

@@ -69,7 +69,8 @@ impl Db {
     /// Options (all optional): `memtable_bytes`, `block_cache_bytes`,
     /// `filter_memory_bytes` (the budget of resident filters and indexes),
     /// `table_target_bytes`, `block_bytes`, `max_open_files`,
-    /// `sync_writes` (every write fsynced before it returns; default
+    /// `direct_reads` (read table files around the page cache, O_DIRECT;
+    /// default False), `sync_writes` (every write fsynced before it returns; default
     /// False), `compression` (`"none"` or `"lz4"`), `background_threads`
     /// (flush and compact on background threads; default True) and
     /// `compaction_threads`.
@@ -83,7 +84,8 @@ impl Db {
     #[new]
     #[pyo3(signature = (
         path, *, memtable_bytes=None, block_cache_bytes=None, filter_memory_bytes=None,
-        table_target_bytes=None, block_bytes=None, max_open_files=None, sync_writes=None,
+        table_target_bytes=None, block_bytes=None, max_open_files=None, direct_reads=None,
+        sync_writes=None,
         compression=None, background_threads=None, compaction_threads=None,
         read_only=false, create_if_missing=None,
     ))]
@@ -100,6 +102,7 @@ impl Db {
         table_target_bytes: Option<i128>,
         block_bytes: Option<i128>,
         max_open_files: Option<i128>,
+        direct_reads: Option<bool>,
         sync_writes: Option<bool>,
         compression: Option<&str>,
         background_threads: Option<bool>,
@@ -114,6 +117,7 @@ impl Db {
             table_target_bytes,
             block_bytes,
             max_open_files,
+            direct_reads,
             sync_writes,
             compression,
             background_threads,

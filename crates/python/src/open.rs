@@ -20,6 +20,7 @@ pub struct Options<'a> {
     pub table_target_bytes: Option<i128>,
     pub block_bytes: Option<i128>,
     pub max_open_files: Option<i128>,
+    pub direct_reads: Option<bool>,
     pub sync_writes: Option<bool>,
     pub compression: Option<&'a str>,
     pub background_threads: Option<bool>,
@@ -51,6 +52,9 @@ impl Options<'_> {
         }
         if let Some(files) = size("max_open_files", self.max_open_files)? {
             builder = builder.max_open_files(files);
+        }
+        if let Some(direct) = self.direct_reads {
+            builder = builder.direct_reads(direct);
         }
         if let Some(sync) = self.sync_writes {
             builder = builder.sync_writes(sync);

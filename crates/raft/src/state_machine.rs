@@ -374,6 +374,8 @@ pub struct DataSettings {
     pub memtable_bytes: usize,
     /// The capacity of the block cache.
     pub cache_bytes: u64,
+    /// Read table files around the page cache (`DbBuilder::direct_reads`).
+    pub direct_reads: bool,
 }
 
 impl Default for DataSettings {
@@ -389,6 +391,7 @@ impl Default for DataSettings {
             indexes: Vec::new(),
             memtable_bytes: 16 << 20,
             cache_bytes: 16 << 20,
+            direct_reads: false,
         }
     }
 }
@@ -428,7 +431,8 @@ pub(crate) fn open_data_with(
     let builder = builder
         .memtable_bytes(settings.memtable_bytes)
         .max_immutable_memtables(1)
-        .block_cache_bytes(settings.cache_bytes);
+        .block_cache_bytes(settings.cache_bytes)
+        .direct_reads(settings.direct_reads);
     let builder = settings
         .indexes
         .iter()

@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::Path;
 
 use sift_filter::mix64;
-use siftdb::{CompactionStyle, Db, DbBuilder, Extractor, IndexDef};
+use siftdb::{CompactionStyle, Db, DbBuilder, Extractor, FilterPolicy, IndexDef};
 
 /// Name of the value index over the values' tag column.
 pub const INDEX: &str = "tag";
@@ -35,7 +35,9 @@ pub const INDEX_DIGITS: usize = 5;
 ///
 /// Sizes: a 64 KiB memtable holds about 1,000 writes; L1 targets 256 KiB
 /// and each level 4x the one above, so a few thousand keys per thread fill
-/// two or three levels.
+/// two or three levels. Key filters are partitioned every 128 keys and the
+/// metadata budget is 64 KiB, a small share of the metadata, so that tables,
+/// indexes and filter partitions are evicted and read again all along.
 pub fn open_db(path: &Path) -> siftdb::Result<Db> {
     builder(path).open()
 }
@@ -47,6 +49,11 @@ pub fn builder(path: &Path) -> DbBuilder {
         .table_target_bytes(64 << 10)
         .block_bytes(1024)
         .block_cache_bytes(1 << 20)
+        .filter_memory_bytes(64 << 10)
+        .filter_policy(FilterPolicy {
+            partition_keys: 128,
+            ..FilterPolicy::default()
+        })
         .compaction_style(CompactionStyle::Leveled {
             l0_trigger: 4,
             size_ratio: 4,

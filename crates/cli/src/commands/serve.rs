@@ -55,6 +55,7 @@ pub fn run(db: &Path, args: &ServeArgs, token: Option<Token>) -> Outcome {
         options.data.indexes = value_indexes;
         options.data.memtable_bytes = memtable_bytes;
         options.data.cache_bytes = cache_bytes as u64;
+        options.data.direct_reads = args.direct_reads;
         if let Some(entries) = args.snapshot_every {
             options = options.snapshot_every(entries);
         }

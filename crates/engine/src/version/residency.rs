@@ -679,3 +679,95 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sstable::piece::Piece;
+
+    const PIECE_BYTES: u64 = 1000;
+
+    /// A residency with room for `pieces` pieces, its keeper of level 1,
+    /// and its block cache.
+    fn residency(pieces: u64) -> (Arc<Residency>, Arc<dyn Keeper>, Arc<BlockCache>) {
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let residency = Arc::new(Residency::new(pieces * PIECE_BYTES, Arc::clone(&cache)));
+        let keeper = residency.keeper(1);
+        (residency, keeper, cache)
+    }
+
+    /// `piece`'s value, read (counted `uses` times first) through `keeper`.
+    fn use_piece(keeper: &dyn Keeper, piece: &Arc<Piece<u64>>, uses: u64) -> u64 {
+        for _ in 0..uses * COUNT_STEP {
+            piece.heat().count_use();
+        }
+        let value = piece.get_or_read(keeper, |_| PIECE_BYTES, || Ok::<_, ()>(piece.offset()));
+        *value.unwrap()
+    }
+
+    #[test]
+    fn pieces_stay_within_the_budget_and_the_hotter_stay() {
+        let (residency, keeper, cache) = residency(3);
+        let pieces: Vec<_> = (0..7)
+            .map(|i| Piece::<u64>::new(7, i, 100 + u64::from(i)))
+            .collect();
+        for piece in &pieces[..3] {
+            assert_eq!(use_piece(keeper.as_ref(), piece, 10), piece.offset());
+        }
+        assert_eq!(residency.used(), 3 * PIECE_BYTES);
+        assert!(pieces[..3].iter().all(|p| p.resident().is_some()));
+        // Colder pieces are read once and cached, not kept.
+        for piece in &pieces[3..6] {
+            use_piece(keeper.as_ref(), piece, 1);
+            assert!(piece.resident().is_none());
+            assert!(cache.piece(7, piece.offset()).is_some());
+        }
+        // A hotter one pushes out a resident one, which goes to the cache.
+        use_piece(keeper.as_ref(), &pieces[6], 100);
+        assert!(pieces[6].resident().is_some());
+        assert!(
+            cache.piece(7, pieces[6].offset()).is_none(),
+            "kept and cached"
+        );
+        let evicted: Vec<_> = pieces[..3]
+            .iter()
+            .filter(|p| p.resident().is_none())
+            .collect();
+        assert_eq!(evicted.len(), 1);
+        assert!(cache.piece(7, evicted[0].offset()).is_some());
+        assert_eq!(residency.used(), 3 * PIECE_BYTES);
+        assert_eq!(residency.level_figures(1).evictions, 1);
+    }
+
+    #[test]
+    fn a_piece_whose_table_is_gone_goes_first_and_a_table_takes_its_pieces_with_it() {
+        let (residency, keeper, cache) = residency(2);
+        let hot = Piece::<u64>::new(1, 0, 10);
+        use_piece(keeper.as_ref(), &hot, 1_000);
+        let orphan = Piece::<u64>::new(2, 0, 20);
+        use_piece(keeper.as_ref(), &orphan, 1_000);
+        drop(orphan);
+        // Colder than both, but the orphan serves no one: it makes room,
+        // and is not cached.
+        let cold = Piece::<u64>::new(3, 0, 30);
+        use_piece(keeper.as_ref(), &cold, 1);
+        assert!(cold.resident().is_some() && hot.resident().is_some());
+        assert!(cache.piece(2, 20).is_none());
+        residency.forget(1);
+        assert!(hot.resident().is_none());
+        assert_eq!(residency.used(), PIECE_BYTES);
+        residency.forget(3);
+        assert_eq!(residency.used(), 0);
+        assert_eq!(residency.level_figures(1).resident_bytes, 0);
+    }
+
+    #[test]
+    fn a_piece_too_large_for_the_budget_is_never_kept() {
+        let (residency, keeper, _) = residency(0);
+        let piece = Piece::<u64>::new(1, 0, 10);
+        assert_eq!(use_piece(keeper.as_ref(), &piece, 1_000), 10);
+        assert!(piece.resident().is_none());
+        assert_eq!(residency.used(), 0);
+        assert_eq!(residency.level_figures(1).transient_loads, 1);
+    }
+}

@@ -63,6 +63,7 @@ class Db:
         table_target_bytes: Optional[int] = None,
         block_bytes: Optional[int] = None,
         max_open_files: Optional[int] = None,
+        direct_reads: Optional[bool] = None,
         sync_writes: Optional[bool] = None,
         compression: Optional[Literal["none", "lz4"]] = None,
         background_threads: Optional[bool] = None,
