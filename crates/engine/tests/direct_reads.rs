@@ -3,11 +3,6 @@
 //! across a reopen; a file system that cannot read so fails the open with
 //! an error that says so.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test on any error, like the #[test] fns clippy already exempts"
-)]
-
 use std::path::Path;
 
 use siftdb::{Db, DbBuilder, Error};
