@@ -94,6 +94,9 @@ pub(crate) struct PieceId {
 /// numbered from 0.
 pub(crate) const INDEX_PIECE: u32 = u32::MAX - 1;
 
+/// The number a budget gives the table itself, beside its pieces.
+pub(crate) const TABLE_PIECE: u32 = u32::MAX;
+
 /// Something a [`Keeper`] holds in memory and may drop.
 pub(crate) trait Resident: Send + Sync + fmt::Debug {
     /// Which one it is.
@@ -102,9 +105,9 @@ pub(crate) trait Resident: Send + Sync + fmt::Debug {
     fn offset(&self) -> u64;
     /// The reads it saves.
     fn heat(&self) -> &Heat;
-    /// Drops it from memory (readers holding it keep their copy); the
-    /// file offset of its block and its value, for the block cache.
-    fn evict(&self) -> Option<(u64, AnyPiece)>;
+    /// Drops it from memory (readers holding it keep their copy); its
+    /// value, for the block cache.
+    fn evict(&self) -> Option<AnyPiece>;
 }
 
 /// Decides which pieces stay in memory.
@@ -297,8 +300,7 @@ impl<T: Send + Sync + 'static> Resident for Piece<T> {
         &self.heat
     }
 
-    fn evict(&self) -> Option<(u64, AnyPiece)> {
-        let value = self.value.swap(None)?;
-        Some((self.offset, value as AnyPiece))
+    fn evict(&self) -> Option<AnyPiece> {
+        Some(self.value.swap(None)? as AnyPiece)
     }
 }

@@ -6,7 +6,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use sift_filter::{Filter, KeyHash};
+use sift_filter::{Filter, KeyHash, StaticFilter};
 
 use super::block::Block;
 use super::cache::BlockCache;
@@ -192,34 +192,47 @@ impl Table {
             Probe::Answer(answer) => return answer,
             Probe::Partition { piece, handle } => (piece, handle),
         };
-        let keeper = self.keeper.as_ref();
-        let (filter, read) = match piece.resident() {
-            Some(filter) => (filter, false),
-            None if tier.may_read_file().is_err() || !keeper.worth_reading() => return true,
-            None => {
-                let read = || {
-                    let file = self.file().map_err(drop)?;
-                    let limit = self.metadata_limit();
-                    let read = self
-                        .filter
-                        .read_partition(file.as_ref(), &self.path, handle, limit);
-                    read.ok_or(())
-                };
-                match piece.get_or_read(keeper, KeyFilter::partition_bytes, read) {
-                    Ok(filter) => (filter, true),
-                    Err(()) => return true,
-                }
-            }
+        let Some((filter, read)) = self.partition(tier, piece, handle) else {
+            return true;
         };
         let may_contain = filter.may_contain(hash);
         if read {
-            keeper.partition_read(!may_contain);
+            self.keeper.partition_read(!may_contain);
         }
         if !may_contain {
             // What a partition saves: the reads of the keys it rules out.
             piece.heat().count_use();
         }
         may_contain
+    }
+
+    /// The filter partition `piece`, stored at `handle`, and whether it was
+    /// read for this probe: resident, cached, or read now if `tier` allows
+    /// and its keeper finds it worth reading; `None` if not, or if it
+    /// cannot be read.
+    fn partition<T: ReadTier>(
+        &self,
+        tier: T,
+        piece: &Arc<Piece<StaticFilter>>,
+        handle: BlockHandle,
+    ) -> Option<(PieceRef<StaticFilter>, bool)> {
+        if let Some(filter) = piece.resident() {
+            return Some((filter, false));
+        }
+        if tier.may_read_file().is_err() || !self.keeper.worth_reading() {
+            return None;
+        }
+        let read = || {
+            let file = self.file().map_err(drop)?;
+            let limit = self.metadata_limit();
+            let read = self
+                .filter
+                .read_partition(file.as_ref(), &self.path, handle, limit);
+            read.ok_or(())
+        };
+        let keeper = self.keeper.as_ref();
+        let filter = piece.get_or_read(keeper, KeyFilter::partition_bytes, read);
+        filter.ok().map(|filter| (filter, true))
     }
 
     /// `Some(false)` only if the table holds no key within `bounds` (which

@@ -40,14 +40,11 @@ use arc_swap::ArcSwapOption;
 use super::COUNTED_LEVELS;
 use crate::error::Result;
 use crate::rng::SplitMix64;
-use crate::sstable::piece::{AnyPiece, COUNT_STEP, Heat, Keeper, PieceId, Resident};
+use crate::sstable::piece::{AnyPiece, COUNT_STEP, Heat, Keeper, PieceId, Resident, TABLE_PIECE};
 use crate::sstable::{BlockCache, Table};
 
 /// Residents sampled for victims per load that does not fit.
 const SAMPLES: usize = 16;
-
-/// The number of a table itself among its pieces.
-const TABLE_PIECE: u32 = u32::MAX;
 
 thread_local! {
     /// Uses this thread has made of tables served by the block cache.
@@ -549,10 +546,10 @@ impl Residency {
                 Held::Piece(piece) => {
                     // A piece nothing else holds serves no one in the cache.
                     if !entry.held.is_orphan()
-                        && let Some((offset, value)) = piece.evict()
+                        && let Some(value) = piece.evict()
                     {
                         self.cache
-                            .insert_piece(id.table, offset, value, entry.bytes);
+                            .insert_piece(id.table, piece.offset(), value, entry.bytes);
                     }
                 }
             }
