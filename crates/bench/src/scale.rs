@@ -89,6 +89,13 @@ pub struct Args {
     /// Target table size, MiB (fractions for stores of many small tables).
     #[arg(long, default_value_t = 2.0)]
     table_mib: f64,
+    /// Sift's `partition_keys`: tables with more keys get a key filter of
+    /// 4 KiB partitions, each read and kept on its own (Sift's setting for
+    /// metadata larger than memory, as `rocksdb-partitioned` is RocksDB's).
+    /// It shapes the store when it is loaded: a new value needs a new
+    /// `--dir`.
+    #[arg(long, default_value_t = 4096)]
+    sift_partition_keys: u64,
     /// Read table files around the page cache while measuring (Sift's
     /// `direct_reads`, RocksDB's `use_direct_reads`), so that what the
     /// engines' own memory misses is read from the device.
@@ -516,7 +523,10 @@ fn sift_builder(args: &Args, metadata: u64, cache: u64) -> siftdb::DbBuilder {
         .table_target_bytes(table_bytes(args))
         .block_cache_bytes(cache)
         .compression(Compression::None)
-        .filter_policy(FilterPolicy::blocked_bloom(args.bits_per_key))
+        .filter_policy(FilterPolicy {
+            partition_keys: args.sift_partition_keys,
+            ..FilterPolicy::blocked_bloom(args.bits_per_key)
+        })
         .filter_memory_bytes(metadata)
 }
 

@@ -20,6 +20,7 @@ use sift_filter::{Filter, KeyHash, StaticFilter};
 
 use crate::encoding::{Decoder, put_bytes, put_varint};
 use crate::error::{Corrupt, Error, Result};
+use crate::fence::Fences;
 use crate::fs::ReadableFile;
 use crate::sstable::piece::Piece;
 use crate::sstable::trailer::{BlockHandle, read_block};
@@ -78,9 +79,11 @@ enum Loaded {
     None,
     /// One filter.
     Whole(StaticFilter),
-    /// Partitions: ascending last user keys, each one's block, and each
-    /// one's filter as a piece, read at its first use.
+    /// Partitions: ascending last user keys (and their fences, searched
+    /// first), each one's block, and each one's filter as a piece, read at
+    /// its first use.
     Partitioned {
+        fences: Fences,
         last_keys: Vec<Box<[u8]>>,
         handles: Vec<BlockHandle>,
         pieces: Vec<Arc<Piece<StaticFilter>>>,
@@ -153,11 +156,12 @@ impl KeyFilter {
             Loaded::None | Loaded::Unreadable => Probe::Answer(true),
             Loaded::Whole(filter) => Probe::Answer(filter.may_contain(hash)),
             Loaded::Partitioned {
+                fences,
                 last_keys,
                 handles,
                 pieces,
             } => {
-                let at = last_keys.partition_point(|k| &**k < user_key);
+                let at = partition_of(fences, last_keys, user_key);
                 match (pieces.get(at), handles.get(at)) {
                     (Some(piece), Some(&handle)) => Probe::Partition { piece, handle },
                     // Past the last partition, which ends at the table's
@@ -224,9 +228,12 @@ impl KeyFilter {
             Loaded::None | Loaded::Unreadable => None,
             Loaded::Whole(filter) => Some(Located::Whole(filter)),
             Loaded::Partitioned {
-                last_keys, pieces, ..
+                fences,
+                last_keys,
+                pieces,
+                ..
             } => {
-                let at = last_keys.partition_point(|k| &**k < user_key);
+                let at = partition_of(fences, last_keys, user_key);
                 pieces.get(at).map(Located::Piece)
             }
         }
@@ -267,8 +274,18 @@ impl KeyFilter {
 }
 
 /// Bytes per partition in memory beyond its last key: the key's box, its
-/// handle and its piece.
-const PARTITION_ENTRY_BYTES: u64 = 16 + 16 + 8 + 96;
+/// fence, its handle and its piece.
+const PARTITION_ENTRY_BYTES: u64 = 16 + 8 + 16 + 8 + 96;
+
+/// The first partition whose last key (of `last_keys`, fenced by
+/// `fences`) is `>= user_key`: the fences settle every comparison but
+/// ties, which the keys decide, so a probe touches a few cache lines, not
+/// a key allocation per step.
+fn partition_of(fences: &Fences, last_keys: &[Box<[u8]>], user_key: &[u8]) -> usize {
+    let ties = fences.ties(fences.of(user_key));
+    let tied = last_keys.get(ties.clone()).unwrap_or_default();
+    ties.start + tied.partition_point(|k| &**k < user_key)
+}
 
 /// A filter in memory, or the piece that may hold one.
 enum Located<'a> {
@@ -316,8 +333,12 @@ fn load_partition_index(
         .zip(&entries)
         .map(|(at, (_, handle))| Piece::new(table, at, handle.offset))
         .collect();
-    let (last_keys, handles) = entries.into_iter().unzip();
+    let (last_keys, handles): (Vec<Box<[u8]>>, _) = entries.into_iter().unzip();
+    let low = last_keys.first().map_or(&[][..], |k| &**k);
+    let high = last_keys.last().map_or(&[][..], |k| &**k);
+    let fences = Fences::new(low, high, last_keys.iter().map(|k| &**k));
     Ok(Ok(Loaded::Partitioned {
+        fences,
         last_keys,
         handles,
         pieces,
