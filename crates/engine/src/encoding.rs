@@ -101,6 +101,11 @@ impl<'a> Decoder<'a> {
         Ok(self.array::<1>(what)?[0])
     }
 
+    /// A little-endian `u16`.
+    pub(crate) fn u16(&mut self, what: &str) -> Result<u16, Corrupt> {
+        self.array(what).map(u16::from_le_bytes)
+    }
+
     /// A little-endian `u32`.
     pub(crate) fn u32(&mut self, what: &str) -> Result<u32, Corrupt> {
         self.array(what).map(u32::from_le_bytes)

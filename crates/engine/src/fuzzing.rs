@@ -31,7 +31,7 @@ use crate::manifest::edit::{decode_edit, encode_edit};
 use crate::sstable::filters::value::{
     BlockFilters, HEAVY_HITTERS_VERSION, HeavyHitters, decode_directory, encode_directory,
 };
-use crate::sstable::index::{COMPACT_VERSION, IN_PLACE_VERSION, Index};
+use crate::sstable::index::{COMPACT_VERSION, IN_PLACE_VERSION, Index, TWO_LEVEL_VERSION};
 
 /// Bytes of a checksum field (log header and log records): `u32`.
 const CHECKSUM_LEN: usize = 4;
@@ -121,19 +121,21 @@ pub fn block_filters(data: &[u8]) {
 }
 
 /// A table's index block (`sstable/index.rs`, `Index::decode`). The first
-/// byte picks the table format (its remainder by 3): 4 (the walked
-/// layout), 5 (laid out to be searched in place) or 6 (the compact
-/// layout); the rest is the block. Every entry is read and searched for;
+/// byte picks the table format (its remainder by 4): 4 (the walked
+/// layout), 5 (laid out to be searched in place), 6 (the compact layout)
+/// or 8 (a block of a two-level index may start past 0); the rest is the
+/// block. Every entry is read and searched for;
 /// where the keys pass the full check, each key is found at its own
 /// block, and the block re-encodes to what it decoded to.
 pub fn table_index(data: &[u8]) {
     let Some((&selector, bytes)) = data.split_first() else {
         return;
     };
-    let version = match selector % 3 {
+    let version = match selector % 4 {
         0 => IN_PLACE_VERSION - 1,
         1 => IN_PLACE_VERSION,
-        _ => COMPACT_VERSION,
+        2 => COMPACT_VERSION,
+        _ => TWO_LEVEL_VERSION,
     };
     let Ok(index) = Index::decode(bytes.to_vec(), u64::MAX, version) else {
         return;
@@ -152,8 +154,9 @@ pub fn table_index(data: &[u8]) {
     }
     let _ = index.find(b"short");
     if keys_ordered {
-        let again = Index::encode(&entries, index.holds_user_keys())
-            .map(|bytes| Index::decode(bytes, u64::MAX, COMPACT_VERSION).map(|i| i.entries()));
+        let start = Some(index.start());
+        let again = Index::encode_from(&entries, index.holds_user_keys(), start)
+            .map(|bytes| Index::decode(bytes, u64::MAX, TWO_LEVEL_VERSION).map(|i| i.entries()));
         assert_eq!(again, Some(Ok(entries)));
     }
 }

@@ -10,7 +10,7 @@ use crate::compaction::OutputRun;
 use crate::error::{Error, Result};
 use crate::key::Entry;
 use crate::manifest::{TableMeta, VersionEdit, filenames};
-use crate::sstable::{TableBuilder, TableOptions};
+use crate::sstable::{INDEX_PARTITION_BYTES, TableBuilder, TableOptions};
 use crate::version::{LiveTable, Version};
 
 use super::{Inner, SuperVersion, lock};
@@ -238,6 +238,7 @@ impl Inner {
                     compression: self.options.compression,
                     filter,
                     partition_keys: self.options.filter_policy.partition_keys,
+                    index_partition_bytes: INDEX_PARTITION_BYTES,
                     value_indexes: Arc::clone(&value_indexes),
                     scan: scan.clone(),
                 };

@@ -1,7 +1,7 @@
 //! [`TableBuilder`]: writes a table in one pass over sorted entries.
 
 use std::cmp::Ordering;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sift_filter::KeyHash;
 
@@ -15,6 +15,7 @@ use super::filters::value::{ValueFilterBuilder, ValueFilterEntry};
 use super::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
 use super::index::{Index, IndexEntry};
 use super::properties::{BuiltFilterKind, Properties};
+use super::table_index::{IndexLayout, write_two_level};
 use super::trailer::{BlockHandle, seal_block};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
@@ -268,6 +269,38 @@ impl TableBuilder {
         Ok(directory)
     }
 
+    /// Writes the index: whole, or in two levels (partitions of about
+    /// `index_partition_bytes`) in a table whose filter is partitioned
+    /// (it holds more than `partition_keys` distinct keys). Returns its
+    /// handle (the top level's) and layout.
+    fn write_index(&mut self, distinct_keys: u64) -> Result<(BlockHandle, IndexLayout)> {
+        let user_keys = !self.user_key_spans_blocks;
+        let too_long = |path: &Path, blocks| {
+            Error::InvalidArgument(format!(
+                "{}: the index keys of {blocks} data blocks pass 4 GiB",
+                path.display()
+            ))
+        };
+        let whole = Index::encode(&self.index, user_keys)
+            .ok_or_else(|| too_long(&self.path, self.index.len()))?;
+        let layout = if distinct_keys > self.options.partition_keys {
+            let target = self.options.index_partition_bytes;
+            IndexLayout::for_index(self.index.len(), whole.len(), target)
+        } else {
+            IndexLayout::Whole
+        };
+        let IndexLayout::TwoLevel { per_partition } = layout else {
+            return Ok((self.write_block(&whole, Compression::None)?, layout));
+        };
+        let entries = std::mem::take(&mut self.index);
+        let written = write_two_level(&entries, user_keys, per_partition, |block| {
+            self.write_block(block, Compression::None)
+        });
+        self.index = entries;
+        let top = written?.ok_or_else(|| too_long(&self.path, self.index.len()))?;
+        Ok((top, layout))
+    }
+
     /// Writes filter, value filters, index, properties and footer; syncs
     /// the file.
     pub(crate) fn finish(mut self) -> Result<Properties> {
@@ -281,15 +314,7 @@ impl TableBuilder {
             Some(block) => Some(self.write_block(&block, Compression::None)?),
             None => None,
         };
-        let index_raw =
-            Index::encode(&self.index, !self.user_key_spans_blocks).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "{}: the index keys of {} data blocks pass 4 GiB",
-                    self.path.display(),
-                    self.index.len()
-                ))
-            })?;
-        let index = self.write_block(&index_raw, Compression::None)?;
+        let (index, index_layout) = self.write_index(distinct_keys)?;
         let mut props = Properties {
             entries: self.entries,
             distinct_keys,
@@ -319,6 +344,7 @@ impl TableBuilder {
             filter,
             properties,
             filter_layout,
+            index_layout,
             version: FORMAT_VERSION,
         };
         self.file

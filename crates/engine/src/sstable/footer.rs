@@ -4,12 +4,15 @@
 #![deny(clippy::indexing_slicing)]
 
 use super::filters::key::FilterLayout;
+use super::index::TWO_LEVEL_VERSION;
+use super::table_index::IndexLayout;
 use super::trailer::BlockHandle;
 use crate::encoding::{Decoder, checksum, checksum_matches};
 use crate::error::Corrupt;
 
-/// Footer length: three handles of two `u64` each (48), layout byte,
-/// 3 reserved bytes, version `u32`, checksum `u32`, magic (4).
+/// Footer length: three handles of two `u64` each (48), filter layout
+/// byte, index layout byte, blocks per index partition `u16`, version
+/// `u32`, checksum `u32`, magic (4).
 pub(crate) const FOOTER_LEN: usize = 64;
 
 /// Last four bytes of every table: `"SFTB"` (Sift TaBle), distinct from the
@@ -23,9 +26,10 @@ pub(crate) const MAGIC: [u8; 4] = *b"SFTB";
 /// out to be searched where it lies (`index.rs`); 6 stores the index keys
 /// past their prefix, as user keys where it can, and block ends in 4 bytes
 /// where they fit; 7 ends each value filter directory entry with the
-/// index's heavy hitters in the table. A reader accepts 1 to 7 and refuses
-/// others rather than guessing.
-pub(crate) const FORMAT_VERSION: u32 = super::filters::value::HEAVY_HITTERS_VERSION;
+/// index's heavy hitters in the table; 8 may split the index in two levels
+/// (the footer's index layout). A reader accepts 1 to 8 and refuses others
+/// rather than guessing.
+pub(crate) const FORMAT_VERSION: u32 = TWO_LEVEL_VERSION;
 
 /// The oldest format version still read (tables without value filters).
 const OLDEST_VERSION: u32 = 1;
@@ -36,8 +40,10 @@ const CHECKSUM_AT: usize = 56;
 /// The decoded footer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Footer {
-    /// The index block.
+    /// The index block, or the top level of a two-level index.
     pub index: BlockHandle,
+    /// How to read `index`.
+    pub index_layout: IndexLayout,
     /// The filter block, or the partition index (zero when no filter).
     pub filter: BlockHandle,
     /// The properties block.
@@ -57,7 +63,9 @@ impl Footer {
             out.extend_from_slice(&handle.size.to_le_bytes());
         }
         out.push(self.filter_layout as u8);
-        out.extend_from_slice(&[0; 3]);
+        let (layout, per_partition) = self.index_layout.encode();
+        out.push(layout);
+        out.extend_from_slice(&per_partition.to_le_bytes());
         out.extend_from_slice(&self.version.to_le_bytes());
         let sum = checksum(&out);
         out.extend_from_slice(&sum.to_le_bytes());
@@ -68,7 +76,8 @@ impl Footer {
     }
 
     /// Decodes the last [`FOOTER_LEN`] bytes of a table. Checks, in order:
-    /// magic, version, checksum, layout and reserved bytes.
+    /// magic, version, checksum, filter layout, index layout (zero before
+    /// format 8).
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, Corrupt> {
         if bytes.len() != FOOTER_LEN {
             return Err(Corrupt::new(
@@ -83,7 +92,8 @@ impl Footer {
             handle.size = d.u64("handle size")?;
         }
         let layout = d.u8("filter layout")?;
-        let reserved = d.bytes(3, "reserved")?;
+        let index_byte = d.u8("index layout")?;
+        let per_partition = d.u16("blocks per index partition")?;
         let version = d.u32("format version")?;
         let stored = d.u32("footer checksum")?;
         if d.bytes(4, "magic")? != MAGIC {
@@ -100,12 +110,21 @@ impl Footer {
         }
         let filter_layout = FilterLayout::from_u8(layout)
             .ok_or_else(|| Corrupt::new(48, format!("unknown filter layout {layout}")))?;
-        if reserved != [0; 3] {
-            return Err(Corrupt::new(49, "reserved footer bytes are not zero"));
-        }
+        let index_layout = if version >= TWO_LEVEL_VERSION {
+            IndexLayout::decode(index_byte, per_partition)
+        } else {
+            (index_byte == 0 && per_partition == 0).then_some(IndexLayout::Whole)
+        };
+        let index_layout = index_layout.ok_or_else(|| {
+            Corrupt::new(
+                49,
+                format!("unknown index layout {index_byte}, {per_partition} blocks per partition"),
+            )
+        })?;
         let [index, filter, properties] = handles;
         Ok(Self {
             index,
+            index_layout,
             filter,
             properties,
             filter_layout,
@@ -123,6 +142,9 @@ mod tests {
             index: BlockHandle {
                 offset: 0x1234,
                 size: 0x56,
+            },
+            index_layout: IndexLayout::TwoLevel {
+                per_partition: 0x0102,
             },
             filter: BlockHandle {
                 offset: 0x1000,
@@ -146,8 +168,8 @@ mod tests {
         assert_eq!(&bytes[24..32], &0x200u64.to_le_bytes());
         assert_eq!(&bytes[32..40], &0x1300u64.to_le_bytes());
         assert_eq!(&bytes[40..48], &0x40u64.to_le_bytes());
-        assert_eq!(&bytes[48..52], &[2, 0, 0, 0]);
-        assert_eq!(&bytes[52..56], &[7, 0, 0, 0]);
+        assert_eq!(&bytes[48..52], &[2, 1, 0x02, 0x01]);
+        assert_eq!(&bytes[52..56], &[8, 0, 0, 0]);
         assert_eq!(&bytes[56..60], &checksum(&bytes[..56]).to_le_bytes());
         assert_eq!(&bytes[60..64], b"SFTB");
         assert_eq!(Footer::decode(&bytes), Ok(sample()));
@@ -165,14 +187,35 @@ mod tests {
     }
 
     #[test]
-    fn versions_1_to_7_are_read_others_refused() {
-        for version in [0, 1, 2, 3, 4, 5, 6, 7, 8] {
+    fn versions_1_to_8_are_read_others_refused() {
+        for version in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] {
+            let footer = Footer {
+                version,
+                index_layout: IndexLayout::Whole,
+                ..sample()
+            };
+            let decoded = Footer::decode(&footer.encode());
+            assert_eq!(decoded.is_ok(), (1..=8).contains(&version), "{version}");
+        }
+    }
+
+    #[test]
+    fn a_two_level_index_is_read_from_format_8_only() {
+        for version in 1..=8 {
             let footer = Footer {
                 version,
                 ..sample()
             };
             let decoded = Footer::decode(&footer.encode());
-            assert_eq!(decoded.is_ok(), (1..=7).contains(&version), "{version}");
+            assert_eq!(decoded.is_ok(), version == 8, "{version}");
+        }
+        for (layout, per_partition) in [(1u8, 0u16), (2, 4), (0, 4)] {
+            let mut bytes = sample().encode();
+            bytes[49] = layout;
+            bytes[50..52].copy_from_slice(&per_partition.to_le_bytes());
+            let sum = checksum(&bytes[..CHECKSUM_AT]);
+            bytes[CHECKSUM_AT..CHECKSUM_AT + 4].copy_from_slice(&sum.to_le_bytes());
+            assert!(Footer::decode(&bytes).is_err(), "{layout} {per_partition}");
         }
     }
 }

@@ -32,6 +32,10 @@ pub(crate) const IN_PLACE_VERSION: u32 = 5;
 /// allows.
 pub(crate) const COMPACT_VERSION: u32 = 6;
 
+/// The first table format whose index may be split in two levels: index
+/// partitions, and a top level over them (`table_index.rs`).
+pub(crate) const TWO_LEVEL_VERSION: u32 = 8;
+
 /// Longest key the index decoder accepts: the engine's key limit (64 KiB)
 /// plus the 8-byte trailer, rounded up generously.
 const MAX_INDEX_KEY: usize = 1 << 20;
@@ -44,6 +48,9 @@ const COMPACT_TAIL_LEN: usize = 12;
 const NARROW_ENDS: u32 = 1;
 /// Layout flag (format 6): the keys are user keys.
 const USER_KEYS: u32 = 2;
+/// Layout flag (format 8): the first block does not start at offset 0 but
+/// where the u64 before the flags says (a block of a two-level index).
+const STARTS_AT: u32 = 4;
 
 /// One data block, as a table builder records it: its last key (a
 /// separator: `>=` every key in it, `<` every key of the next block) and
@@ -83,6 +90,8 @@ struct Layout {
     /// Keys are user keys: no user key spans two blocks, so a block's last
     /// user key separates it from the next as well as its internal key.
     user_keys: bool,
+    /// Format 8: the tail holds where the first block starts.
+    starts_at: bool,
 }
 
 impl Layout {
@@ -90,19 +99,25 @@ impl Layout {
         compact: false,
         narrow_ends: false,
         user_keys: false,
+        starts_at: false,
     };
 
-    /// The format 6 layout of the flags `flags`; `None` for unknown ones.
-    fn compact(flags: u32) -> Option<Self> {
-        (flags & !(NARROW_ENDS | USER_KEYS) == 0).then_some(Self {
+    /// The layout of the flags `flags` (format 6, and format 8 if
+    /// `two_level`); `None` for unknown ones.
+    fn compact(flags: u32, two_level: bool) -> Option<Self> {
+        let known = NARROW_ENDS | USER_KEYS | if two_level { STARTS_AT } else { 0 };
+        (flags & !known == 0).then_some(Self {
             compact: true,
             narrow_ends: flags & NARROW_ENDS != 0,
             user_keys: flags & USER_KEYS != 0,
+            starts_at: flags & STARTS_AT != 0,
         })
     }
 
     fn flags(self) -> u32 {
-        u32::from(self.narrow_ends) * NARROW_ENDS + u32::from(self.user_keys) * USER_KEYS
+        u32::from(self.narrow_ends) * NARROW_ENDS
+            + u32::from(self.user_keys) * USER_KEYS
+            + u32::from(self.starts_at) * STARTS_AT
     }
 
     fn end_width(self) -> usize {
@@ -115,10 +130,14 @@ impl Layout {
         8 + self.end_width() + 4
     }
 
-    /// Bytes after the keys and the prefix: (the flags,) the prefix length
-    /// and the count.
+    /// Bytes after the keys and the prefix: (the first block's start, the
+    /// flags,) the prefix length and the count.
     fn tail_len(self) -> usize {
-        if self.compact { COMPACT_TAIL_LEN } else { 8 }
+        match (self.compact, self.starts_at) {
+            (false, _) => 8,
+            (true, false) => COMPACT_TAIL_LEN,
+            (true, true) => COMPACT_TAIL_LEN + 8,
+        }
     }
 
     /// The shortest key stored: an internal key's trailer, past the prefix.
@@ -136,7 +155,9 @@ impl Layout {
 /// key ends   N x u32        where each key ends within the keys
 /// keys                      the blocks' last keys past the prefix
 /// prefix                    what the fences and the keys read past
-/// flags      u32            narrow block ends, user keys
+/// start      u64            where the first block starts (format 8, if
+///                           flagged; else 0)
+/// flags      u32            narrow block ends, user keys, start
 /// P          u32            the prefix's length
 /// N          u32            the number of blocks
 /// ```
@@ -150,6 +171,8 @@ pub(crate) struct Index {
     /// Where the keys begin, and where they end (the prefix begins).
     keys_at: usize,
     prefix_at: usize,
+    /// Where the first block starts.
+    start: u64,
 }
 
 impl Default for Index {
@@ -160,6 +183,7 @@ impl Default for Index {
             layout: Layout::FORMAT_5,
             keys_at: 0,
             prefix_at: 0,
+            start: 0,
         }
     }
 }
@@ -170,26 +194,41 @@ impl Index {
     /// user keys if `user_keys` (no user key spans two blocks); `None` if
     /// its keys would pass 4 GiB.
     pub(crate) fn encode(entries: &[IndexEntry], user_keys: bool) -> Option<Vec<u8>> {
+        Self::encode_from(entries, user_keys, None)
+    }
+
+    /// [`Index::encode`] of blocks that start at `start` if given (a block
+    /// of a two-level index, format 8), at 0 if not.
+    pub(crate) fn encode_from(
+        entries: &[IndexEntry],
+        user_keys: bool,
+        start: Option<u64>,
+    ) -> Option<Vec<u8>> {
         lay_out(
-            Form::Compact { user_keys },
+            Form::Compact { user_keys, start },
             entries.len(),
             |at| entries.get(at).map_or(&[][..], |e| &e.last_key),
             |at| entries.get(at).and_then(|e| e.handle.end()).unwrap_or(0),
         )
     }
 
-    /// Decodes the index block of a table of format `version`, whose data
-    /// blocks must lie back to back from offset 0 and end by `data_end`.
+    /// Decodes the index block of a table of format `version`, whose
+    /// blocks must lie back to back from where the block says they start
+    /// (0 but in a two-level index) and end by `data_end`.
     pub(crate) fn decode(bytes: Vec<u8>, data_end: u64, version: u32) -> Result<Self, Corrupt> {
         if version >= COMPACT_VERSION {
-            return Self::in_place(bytes.into_boxed_slice(), data_end, None);
+            let two_level = version >= TWO_LEVEL_VERSION;
+            return Self::in_place(bytes.into_boxed_slice(), data_end, Err(two_level));
         }
         if version == IN_PLACE_VERSION {
-            return Self::in_place(bytes.into_boxed_slice(), data_end, Some(Layout::FORMAT_5));
+            return Self::in_place(bytes.into_boxed_slice(), data_end, Ok(Layout::FORMAT_5));
         }
         let located = walk_older(&bytes, data_end)?;
         let laid_out = lay_out(
-            Form::Compact { user_keys: false },
+            Form::Compact {
+                user_keys: false,
+                start: None,
+            },
             located.len(),
             |at| {
                 let key = located.get(at).and_then(|(key, _)| bytes.get(key.clone()));
@@ -198,26 +237,32 @@ impl Index {
             |at| located.get(at).map_or(0, |&(_, end)| end),
         )
         .ok_or_else(|| Corrupt::new(0, "index keys over 4 GiB"))?;
-        Self::in_place(laid_out.into_boxed_slice(), data_end, None)
+        Self::in_place(laid_out.into_boxed_slice(), data_end, Err(false))
     }
 
     /// Checks the fixed-width arrays of an in-place block (laid out as
-    /// `layout`, or format 6 as its flags say): every key at least as long
-    /// as its layout requires, every block at least its trailer long and
-    /// ending by `data_end`, the fences ascending.
-    fn in_place(bytes: Box<[u8]>, data_end: u64, layout: Option<Layout>) -> Result<Self, Corrupt> {
+    /// `layout`, or `Err(two_level)`: as its flags say, format 8's allowed
+    /// if `two_level`): every key at least as long as its layout requires,
+    /// every block at least its trailer long and ending by `data_end`, the
+    /// fences ascending.
+    fn in_place(
+        bytes: Box<[u8]>,
+        data_end: u64,
+        layout: Result<Layout, bool>,
+    ) -> Result<Self, Corrupt> {
         let total = bytes.len();
-        // Without a given layout, the block is format 6 and its tail holds flags.
-        let tail_len = layout.map_or(COMPACT_TAIL_LEN, Layout::tail_len);
-        let tail_at = total.saturating_sub(tail_len);
-        let mut tail = Decoder::new(bytes.get(tail_at..).unwrap_or_default());
+        // Without a given layout, the block is format 6 or 8 and its tail
+        // holds flags.
+        let fixed_tail = layout.map_or(COMPACT_TAIL_LEN, Layout::tail_len);
+        let fixed_at = total.saturating_sub(fixed_tail);
+        let mut tail = Decoder::new(bytes.get(fixed_at..).unwrap_or_default());
         let layout = match layout {
-            Some(layout) => layout,
-            None => {
+            Ok(layout) => layout,
+            Err(two_level) => {
                 let flags = tail.u32("index layout flags")?;
-                Layout::compact(flags).ok_or_else(|| {
+                Layout::compact(flags, two_level).ok_or_else(|| {
                     Corrupt::new(
-                        tail_at as u64,
+                        fixed_at as u64,
                         format!("unknown index layout flags {flags:#x}"),
                     )
                 })?
@@ -225,6 +270,13 @@ impl Index {
         };
         let prefix_len = tail.u32("index prefix length")? as usize;
         let len = tail.u32("index entry count")? as usize;
+        let tail_at = total.saturating_sub(layout.tail_len());
+        let start = if layout.starts_at {
+            let mut at = Decoder::new(bytes.get(tail_at..fixed_at).unwrap_or_default());
+            at.u64("index first block start")?
+        } else {
+            0
+        };
         let prefix_at = tail_at
             .checked_sub(prefix_len)
             .ok_or_else(|| Corrupt::new(0, "index prefix longer than the block"))?;
@@ -238,6 +290,7 @@ impl Index {
             layout,
             keys_at,
             prefix_at,
+            start,
         };
         index.check_arrays(data_end)?;
         Ok(index)
@@ -266,7 +319,7 @@ impl Index {
                 "bytes between the last index key and the prefix",
             ));
         }
-        let mut block_start = 0u64;
+        let mut block_start = self.start;
         for at in 0..self.len {
             let end = self.block_end(at).unwrap_or(0);
             let fits = end
@@ -317,6 +370,21 @@ impl Index {
             previous = Some(key);
         }
         Ok(())
+    }
+
+    /// Whether this index's first key comes after `before`'s last (a
+    /// partition and the one before it; `verify` asks).
+    pub(crate) fn follows(&self, before: &Self) -> bool {
+        let last = before.len.checked_sub(1).and_then(|at| before.key(at));
+        match (last, self.key(0)) {
+            (Some(last), Some(first)) => self.cmp_keys(&last, &first) == Ordering::Less,
+            _ => true,
+        }
+    }
+
+    /// Bytes of its block.
+    pub(crate) fn stored_bytes(&self) -> u64 {
+        self.bytes.len() as u64
     }
 
     /// Orders two whole keys of this index.
@@ -378,6 +446,17 @@ impl Index {
             .unwrap_or_default()
             .as_chunks()
             .0
+    }
+
+    /// Where the first block starts.
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Where the last block ends (the start if there is none).
+    pub(crate) fn end(&self) -> u64 {
+        let last = self.len.checked_sub(1);
+        last.and_then(|at| self.block_end(at)).unwrap_or(self.start)
     }
 
     fn prefix(&self) -> &[u8] {
@@ -464,7 +543,7 @@ impl Index {
         let end = self.block_end(at)?;
         let offset = match at.checked_sub(1) {
             Some(before) => self.block_end(before)?,
-            None => 0,
+            None => self.start,
         };
         // Loading checked that each block ends past its trailer.
         let size = end.checked_sub(offset)?.checked_sub(BLOCK_TRAILER as u64)?;
@@ -534,6 +613,8 @@ enum Form {
     Format5,
     Compact {
         user_keys: bool,
+        /// Where the first block starts, if not at 0 (format 8).
+        start: Option<u64>,
     },
 }
 
@@ -552,11 +633,17 @@ fn lay_out<'a>(
     let layout = match form {
         #[cfg(test)]
         Form::Format5 => Layout::FORMAT_5,
-        Form::Compact { user_keys } => Layout {
+        Form::Compact { user_keys, start } => Layout {
             compact: true,
             narrow_ends: len == 0 || u32::try_from(block_end(len - 1)).is_ok(),
             user_keys,
+            starts_at: start.is_some(),
         },
+    };
+    let start = match form {
+        Form::Compact { start, .. } => start,
+        #[cfg(test)]
+        Form::Format5 => None,
     };
     // Every key lies between the first and the last, so begins with their
     // prefix.
@@ -585,6 +672,9 @@ fn lay_out<'a>(
         out.extend_from_slice(stored(at));
     }
     out.extend_from_slice(prefix);
+    if let Some(start) = start {
+        out.extend_from_slice(&start.to_le_bytes());
+    }
     if layout.compact {
         out.extend_from_slice(&layout.flags().to_le_bytes());
     }
@@ -820,6 +910,65 @@ mod tests {
         assert_eq!(hex(&Index::encode(&entries, false).unwrap()), internal_keys);
     }
 
+    /// A block of a two-level index (format 8): the golden blocks moved
+    /// to start at 100, which the tail says before the flags.
+    #[test]
+    fn golden_layout_format_8_with_a_start() {
+        let mut entries = golden_entries();
+        for entry in &mut entries {
+            entry.handle.offset += 100;
+        }
+        let expected = [
+            "0000000000000031", // fences as in format 6
+            "0000000000000033",
+            "73000000", // block 0 ends at 115
+            "8c000000", // block 1 ends at 140
+            "01000000",
+            "02000000",
+            "31",
+            "33",
+            "6b",
+            "6400000000000000", // the first block starts at 100
+            "07000000",         // flags: narrow block ends, user keys, a start
+            "01000000",
+            "02000000",
+        ]
+        .concat();
+        let bytes = Index::encode_from(&entries, true, Some(100)).unwrap();
+        assert_eq!(hex(&bytes), expected);
+        let index = Index::decode(bytes.clone(), 140, TWO_LEVEL_VERSION).unwrap();
+        assert_eq!((index.start(), index.end()), (100, 140));
+        assert_eq!(index.handle(0), Some(entries[0].handle));
+        assert_eq!(index.entries()[1].handle, entries[1].handle);
+        // Format 6 and 7 know no start, and a start past the first block's
+        // end leaves it shorter than its trailer.
+        let refused = Index::decode(bytes.clone(), 140, TWO_LEVEL_VERSION - 1);
+        assert!(refused.unwrap_err().detail.contains("flags"));
+        let late = Index::encode_from(&entries, true, Some(112)).unwrap();
+        assert!(Index::decode(late, 140, TWO_LEVEL_VERSION).is_err());
+    }
+
+    #[test]
+    fn a_partition_follows_the_one_before_only_with_greater_keys() {
+        let keys = |names: &[&str]| {
+            names
+                .iter()
+                .map(|k| ikey(k.as_bytes(), 1))
+                .collect::<Vec<_>>()
+        };
+        let decode = |entries: &[IndexEntry]| {
+            let bytes = Index::encode(entries, false).unwrap();
+            Index::decode(bytes, u64::MAX, TWO_LEVEL_VERSION).unwrap()
+        };
+        let first = decode(&entries_at(keys(&["a", "c"]), 10));
+        let after = decode(&entries_at(keys(&["d", "e"]), 10));
+        let overlapping = decode(&entries_at(keys(&["c", "e"]), 10));
+        assert!(after.follows(&first));
+        assert!(!overlapping.follows(&first));
+        assert!(!first.follows(&after));
+        assert!(first.follows(&Index::default()));
+    }
+
     #[test]
     fn block_ends_past_4_gib_take_8_bytes() {
         let entries = entries_at([ikey(b"a", 1), ikey(b"b", 1)], 3 << 30);
@@ -910,7 +1059,7 @@ mod tests {
             let version = stored.version();
             let layout = match stored {
                 Stored::Compact { user_keys } => {
-                    Layout::compact(NARROW_ENDS + u32::from(*user_keys) * USER_KEYS).unwrap()
+                    Layout::compact(NARROW_ENDS + u32::from(*user_keys) * USER_KEYS, false).unwrap()
                 }
                 _ => Layout::FORMAT_5,
             };

@@ -208,12 +208,13 @@ impl TableFile {
         let (mut entries, mut distinct) = (0u64, 0u64);
         let (mut min_seq, mut max_seq) = (SeqNo::MAX, 0);
         let mut smallest = None;
-        let index = table.index()?;
-        index
-            .check_keys()
-            .map_err(|c| c.in_file(path, table.index_offset()))?;
-        for at in 0..index.len() {
-            let offset = table.block_offset(at);
+        let parts = table.checked_index()?;
+        let user_keys = parts
+            .first()
+            .is_some_and(|(index, _)| index.holds_user_keys());
+        for at in 0..table.data_blocks() {
+            let part = table.index_part(at)?;
+            let offset = part.handle(at).map_or(0, |h| h.offset);
             let block = table.read_data_block(at)?;
             let mut first_in_block = true;
             for item in block.entries() {
@@ -230,7 +231,7 @@ impl TableFile {
                         ParsedKey::parse(prev).is_none_or(|p| p.user_key != parsed.user_key)
                     }
                 };
-                if first_in_block && !new_user_key && index.holds_user_keys() {
+                if first_in_block && !new_user_key && user_keys {
                     return Err(Error::corruption(
                         path,
                         offset,
@@ -261,7 +262,7 @@ impl TableFile {
                 smallest.get_or_insert_with(|| key.clone());
                 previous = Some(key);
             }
-            if !previous.as_deref().is_some_and(|key| index.key_is(at, key)) {
+            if !previous.as_deref().is_some_and(|key| part.key_is(at, key)) {
                 return Err(Error::corruption(
                     path,
                     offset,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::block::Block;
 use super::index::Index;
 use super::table::Table;
+use super::table_index::IndexPart;
 use crate::error::{Error, Result};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, ParsedKey, ValueKind, encode_internal_key};
 
@@ -27,9 +28,11 @@ pub(crate) type SharedBounds = Arc<(Bound<Vec<u8>>, Bound<Vec<u8>>)>;
 #[derive(Debug)]
 pub(crate) struct TableIter {
     table: Arc<Table>,
-    /// The table's index, held for the iterator's life: a scan of a table
-    /// whose index is not resident reads it once, not once per block.
-    index: Option<Arc<Index>>,
+    /// The parts of the table's index the front and the back are in, held
+    /// while they are: a scan of a table whose index is not resident reads
+    /// each part once, not once per block.
+    front_part: Option<IndexPart<Arc<Index>>>,
+    back_part: Option<IndexPart<Arc<Index>>>,
     bounds: SharedBounds,
     /// Blocks `next_front..next_back` have been loaded by neither end.
     next_front: usize,
@@ -52,8 +55,8 @@ pub(crate) struct TableIter {
 #[derive(Debug)]
 struct Cursor {
     block: Arc<Block>,
-    /// The block's index in the table (errors name its offset).
-    at: usize,
+    /// The block's offset in the table (errors name it).
+    offset: u64,
     /// Offset of the entry after the one whose key is in `key`.
     next: usize,
     /// The key of the entry decoded last (prefix compression needs it).
@@ -82,46 +85,51 @@ impl TableIter {
     /// Entries of `table` whose user keys lie within the bounds. An index
     /// that cannot be read is the iterator's one item.
     pub(crate) fn new(table: Arc<Table>, bounds: SharedBounds) -> Self {
-        let index = match table.index() {
-            Ok(index) => index.into_arc(),
-            Err(e) => {
-                let mut iter = Self::over(Arc::clone(&table), None, bounds, 0..0);
+        let blocks = table.data_blocks();
+        let search = |user_key: &[u8], seq, kind| {
+            let mut key = Vec::with_capacity(user_key.len() + 8);
+            encode_internal_key(&mut key, user_key, seq, kind);
+            let found = table.find_block(crate::read_tier::Files, &key)?;
+            Ok::<_, Error>(found.map(|(at, part)| (at, part.held())))
+        };
+        // The first block that can hold a version of the lower key, and the
+        // block holding the last possible version of the upper key.
+        let front = match &bounds.0 {
+            Bound::Included(key) | Bound::Excluded(key) => search(key, MAX_SEQNO, ValueKind::MAX),
+            Bound::Unbounded => Ok(None),
+        };
+        let back = match &bounds.1 {
+            Bound::Included(key) | Bound::Excluded(key) => search(key, 0, ValueKind::Delete),
+            Bound::Unbounded => Ok(None),
+        };
+        let (front, back) = match (front, back) {
+            (Ok(front), Ok(back)) => (front, back),
+            (Err(e), _) | (_, Err(e)) => {
+                let mut iter = Self::over(Arc::clone(&table), bounds, 0..0);
                 iter.error = Some(e);
                 return iter;
             }
         };
-        let blocks = index.len();
-        let search = |user_key: &[u8], seq, kind| {
-            let mut key = Vec::with_capacity(user_key.len() + 8);
-            encode_internal_key(&mut key, user_key, seq, kind);
-            index.find(&key)
+        let next_front = match (&bounds.0, &front) {
+            (Bound::Unbounded, _) => 0,
+            (_, found) => found.as_ref().map_or(blocks, |(at, _)| *at),
         };
-        // The first block that can hold a version of the lower key, and the
-        // block holding the last possible version of the upper key.
-        let next_front = match &bounds.0 {
-            Bound::Included(key) | Bound::Excluded(key) => search(key, MAX_SEQNO, ValueKind::MAX),
-            Bound::Unbounded => 0,
+        let next_back = match (&bounds.1, &back) {
+            (Bound::Unbounded, _) => blocks,
+            (_, found) => found.as_ref().map_or(blocks, |(at, _)| at + 1),
         };
-        let next_back = match &bounds.1 {
-            Bound::Included(key) | Bound::Excluded(key) => {
-                (search(key, 0, ValueKind::Delete) + 1).min(blocks)
-            }
-            Bound::Unbounded => blocks,
-        };
-        let blocks = next_front..next_back.max(next_front);
-        Self::over(table, Some(index), bounds, blocks)
+        let mut iter = Self::over(table, bounds, next_front..next_back.max(next_front));
+        iter.front_part = front.map(|(_, part)| part);
+        iter.back_part = back.map(|(_, part)| part);
+        iter
     }
 
-    /// The iterator over data blocks `blocks` of `table`, found in `index`.
-    fn over(
-        table: Arc<Table>,
-        index: Option<Arc<Index>>,
-        bounds: SharedBounds,
-        blocks: Range<usize>,
-    ) -> Self {
+    /// The iterator over data blocks `blocks` of `table`.
+    fn over(table: Arc<Table>, bounds: SharedBounds, blocks: Range<usize>) -> Self {
         Self {
             table,
-            index,
+            front_part: None,
+            back_part: None,
             bounds,
             next_front: blocks.start,
             next_back: blocks.end,
@@ -149,24 +157,28 @@ impl TableIter {
         above_lower && below_upper
     }
 
-    /// Data block `at`, through the cache.
-    fn block(&self, at: usize) -> Result<Arc<Block>> {
-        match &self.index {
-            Some(index) => self.table.data_block_of(index, crate::read_tier::Files, at),
-            None => self.table.data_block(at),
-        }
-    }
-
-    /// File offset of data block `at`, for errors.
-    fn offset(&self, at: usize) -> u64 {
-        let handle = self.index.as_ref().and_then(|index| index.handle(at));
-        handle.map_or(0, |h| h.offset)
+    /// Data block `at`, through the cache, and its offset: found in the
+    /// part of the index the back (`back`) or the front holds, which is
+    /// read first if it is not the one holding `at`.
+    fn block(&mut self, at: usize, back: bool) -> Result<(Arc<Block>, u64)> {
+        let held = if back {
+            &mut self.back_part
+        } else {
+            &mut self.front_part
+        };
+        let part = match held.take() {
+            Some(part) if part.holds(at) => part,
+            _ => self.table.index_part(at)?.held(),
+        };
+        let block = self.table.data_block_at(&part, crate::read_tier::Files, at);
+        let offset = part.handle(at).map_or(0, |h| h.offset);
+        *held = Some(part);
+        Ok((block?, offset))
     }
 
     /// The in-bounds entries of data block `at`, in order.
-    fn load(&self, at: usize) -> Result<VecDeque<Entry>> {
-        let block = self.block(at)?;
-        let offset = self.offset(at);
+    fn load(&mut self, at: usize) -> Result<VecDeque<Entry>> {
+        let (block, offset) = self.block(at, true)?;
         let path = self.table.path();
         let mut out = VecDeque::new();
         for item in block.entries() {
@@ -186,11 +198,11 @@ impl TableIter {
 
     /// Opens data block `at` for the front; the first one is entered at
     /// the lower bound.
-    fn open_front(&self, at: usize) -> Result<Cursor> {
-        let block = self.block(at)?;
+    fn open_front(&mut self, at: usize) -> Result<Cursor> {
+        let (block, offset) = self.block(at, false)?;
         let mut cursor = Cursor {
             block,
-            at,
+            offset,
             next: 0,
             key: Vec::new(),
             ready: None,
@@ -203,7 +215,7 @@ impl TableIter {
             let found = cursor
                 .block
                 .seek(&target, &mut cursor.key)
-                .map_err(|c| c.in_file(self.table.path(), self.offset(at)))?;
+                .map_err(|c| c.in_file(self.table.path(), cursor.offset))?;
             match found {
                 // A value is the last part of its entry: the next one
                 // starts where it ends.
@@ -219,16 +231,15 @@ impl TableIter {
 
     /// The next in-bounds entry of the front's block, `None` at its end.
     fn cursor_next(&self, cursor: &mut Cursor) -> Result<Option<Entry>> {
-        let at = cursor.at;
-        let offset = || self.offset(at);
+        let offset = cursor.offset;
         while let Some(value) = cursor
             .advance()
-            .map_err(|c| c.in_file(self.table.path(), offset()))?
+            .map_err(|c| c.in_file(self.table.path(), offset))?
         {
             let parsed = ParsedKey::parse(&cursor.key).ok_or_else(|| {
                 Error::corruption(
                     self.table.path(),
-                    offset(),
+                    offset,
                     "stored key is not an internal key",
                 )
             })?;

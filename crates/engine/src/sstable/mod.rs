@@ -12,7 +12,8 @@
 //! filter block, or filter partitions + partition index   (filters/key/)
 //! value filter blocks, one per index        (filters/value/)
 //! scan filters: prefix and range filter    (filters/scan/)
-//! index block                              last key of each data block -> handle
+//! index block, or index partitions + top level   last key of each data
+//!                                          block -> handle (table_index.rs)
 //! properties block                         counts, key range, filter facts,
 //!                                          value filter directory
 //! footer (64 bytes)                        handles, format version, magic
@@ -38,6 +39,7 @@ mod open_files;
 pub(crate) mod piece;
 mod properties;
 mod table;
+mod table_index;
 mod trailer;
 
 #[cfg(test)]
@@ -56,6 +58,7 @@ pub(crate) use open_files::OpenFiles;
 )]
 pub(crate) use properties::Properties;
 pub(crate) use table::Table;
+pub(crate) use table_index::INDEX_PARTITION_BYTES;
 pub(crate) use trailer::{BlockHandle, read_block};
 
 use std::sync::Arc;
@@ -75,8 +78,11 @@ pub(crate) struct TableOptions {
     pub compression: Compression,
     /// Key filter.
     pub filter: FilterChoice,
-    /// Tables with more distinct keys than this get a partitioned filter.
+    /// Tables with more distinct keys than this get a partitioned filter
+    /// and a two-level index.
     pub partition_keys: u64,
+    /// About how large each partition of a two-level index is written.
+    pub index_partition_bytes: usize,
     /// The value indexes whose leaves the table gets (none: no extraction).
     pub value_indexes: Arc<[IndexRecord]>,
     /// Prefix and range filters.

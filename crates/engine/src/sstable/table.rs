@@ -17,8 +17,9 @@ use super::footer::{FOOTER_LEN, Footer};
 use super::index::Index;
 use super::iter::{SharedBounds, TableIter};
 use super::open_files::OpenFiles;
-use super::piece::{INDEX_PIECE, KeepAll, Keeper, Piece, PieceRef};
+use super::piece::{KeepAll, Keeper, Piece, PieceRef};
 use super::properties::Properties;
+use super::table_index::{IndexPart, PartAt, TableIndex};
 use super::trailer::{BlockHandle, read_block};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
@@ -52,10 +53,10 @@ pub(crate) struct Table {
     cache: Arc<BlockCache>,
     /// Decides which of the index and the filter partitions stay resident.
     keeper: Arc<dyn Keeper>,
-    /// Read at its first use: a lookup that the key filter answers never
-    /// needs it. Its block, checked against the properties when decoded.
-    index: Arc<Piece<Index>>,
-    index_handle: BlockHandle,
+    /// Read at its first use, whole or by partition: a lookup that the key
+    /// filter answers never needs it. Each part is checked against the
+    /// properties when decoded.
+    index: TableIndex,
     /// The value index leaves and block filters, decoded at their first
     /// use (as the index: point lookups never ask them).
     values: OnceLock<ValueFilters>,
@@ -147,15 +148,15 @@ impl Table {
             id,
             properties.largest_user_key(),
         )?;
+        let index = TableIndex::open(file.as_ref(), &path, (id, &footer, limit), &properties)?;
         Ok(Self {
             source,
             path,
             id,
             cache,
             keeper,
-            index: Piece::new(id, INDEX_PIECE, footer.index.offset),
+            index,
             values: OnceLock::new(),
-            index_handle: footer.index,
             filter,
             version: footer.version,
             properties,
@@ -269,10 +270,11 @@ impl Table {
         )
     }
 
-    /// Bytes the table takes in memory without its pieces (the index and
-    /// the filter partitions, charged on their own): the properties, the
-    /// key filter or its partitions' directory, and the value filters
-    /// (read at their first use, charged from the start).
+    /// Bytes the table takes in memory without its pieces (the index or
+    /// its partitions, the filter partitions, charged on their own): the
+    /// properties, the key filter or its partitions' directory, the index's
+    /// top level, and the value filters (read at their first use, charged
+    /// from the start).
     pub(crate) fn resident_bytes(&self) -> u64 {
         let props = &self.properties;
         let values: u64 = props
@@ -281,20 +283,25 @@ impl Table {
             .map(|entry| entry.handle.size + entry.blocks.map_or(0, |h| h.size))
             .sum();
         let keys = (props.smallest.len() + props.largest.len()) as u64;
-        let own = (std::mem::size_of::<Self>() + std::mem::size_of::<Piece<Index>>()) as u64;
-        own + keys + values + self.filter.summary_bytes()
+        let own = std::mem::size_of::<Self>() as u64;
+        own + keys + values + self.filter.summary_bytes() + self.index.summary_bytes()
     }
 
     /// Bytes the table takes in memory with all its pieces resident.
     pub(crate) fn metadata_bytes(&self) -> u64 {
-        self.resident_bytes() + self.index_bytes() + self.filter.partitions_bytes()
+        let index: u64 = (0..self.index.parts())
+            .filter_map(|part| self.index.part(part))
+            .map(|at| self.index_part_bytes(at.handle))
+            .sum();
+        self.resident_bytes() + index + self.filter.partitions_bytes()
     }
 
-    /// Bytes the index takes in memory once read: as stored, plus what an
-    /// older format keeps per block to search the stored bytes.
-    fn index_bytes(&self) -> u64 {
+    /// Bytes a part of the index stored at `handle` takes in memory once
+    /// read: as stored, plus what an older format (whose index is whole)
+    /// keeps per block to search the stored bytes.
+    fn index_part_bytes(&self, handle: BlockHandle) -> u64 {
         let entries = self.properties.data_blocks * super::index::bytes_per_block(self.version);
-        self.index_handle.size + entries + std::mem::size_of::<Index>() as u64
+        handle.size + entries + std::mem::size_of::<Index>() as u64
     }
 
     /// The prefix and range filters, through the block cache: only scans
@@ -433,15 +440,13 @@ impl Table {
                 &heap
             }
         };
-        let index = self.index_in(tier)?;
-        let at = index.find(search);
-        if at >= index.len() {
+        let Some((at, part)) = self.find_block(tier, search)? else {
             return Ok(None);
-        }
+        };
         let block = match last.take() {
             Some((cached, block)) if cached == at => block,
             _ => {
-                let block = self.data_block_of(&index, tier, at)?;
+                let block = self.data_block_at(&part, tier, at)?;
                 *blocks_read += 1;
                 block
             }
@@ -502,50 +507,113 @@ impl Table {
         &self.properties
     }
 
-    /// The index, read and checked now if it is not resident (and kept if
-    /// the keeper keeps it). An error is not kept: the next use tries
-    /// again.
-    pub(crate) fn index(&self) -> Result<PieceRef<Index>> {
-        self.index_in(Files)
+    /// The first data block whose last key is `>= search` (an internal
+    /// key; by user key in an index of user keys), with the part of the
+    /// index that holds it, read within `tier` if it is not resident;
+    /// `None` if no block's last key is.
+    pub(crate) fn find_block<T: ReadTier>(
+        &self,
+        tier: T,
+        search: &[u8],
+    ) -> Result<Option<(usize, IndexPart)>, T::Error> {
+        let Some(at) = self.index.part_for(search) else {
+            return Ok(None);
+        };
+        let part = self.index_part_in(tier, at)?;
+        let block = part.find(search);
+        Ok(part.holds(block).then_some((block, part)))
     }
 
-    /// [`Table::index`] within `tier`. Counts the use: each saves a read
-    /// of the index while it is resident.
-    fn index_in<T: ReadTier>(&self, tier: T) -> Result<PieceRef<Index>, T::Error> {
-        self.index.heat().count_use();
-        if let Some(index) = self.index.resident() {
-            return Ok(index);
+    /// The part of the index that holds data block `at`, read and checked
+    /// now if it is not resident (and kept if the keeper keeps it). An
+    /// error is not kept: the next use tries again.
+    pub(crate) fn index_part(&self, at: usize) -> Result<IndexPart> {
+        let part = self
+            .index
+            .part_of_block(at)
+            .ok_or_else(|| self.no_block(at))?;
+        self.index_part_in(Files, part)
+    }
+
+    /// Every part of the index in order, each with the offset of its
+    /// block, checked as a whole and against each other (`verify`: see
+    /// [`TableIndex::check_chain`]).
+    pub(crate) fn checked_index(&self) -> Result<Vec<(Arc<Index>, u64)>> {
+        let mut parts = Vec::with_capacity(self.index.parts());
+        for number in 0..self.index.parts() {
+            let at = self
+                .index
+                .part(number)
+                .ok_or_else(|| self.no_block(number))?;
+            let offset = at.handle.offset;
+            parts.push((self.index_part_in(Files, at)?.held().index, offset));
+        }
+        self.index.check_chain(&self.path, &parts)?;
+        Ok(parts)
+    }
+
+    /// Index part `at` within `tier`. Counts the use: each saves a read
+    /// of the part while it is resident.
+    fn index_part_in<T: ReadTier>(&self, tier: T, at: PartAt<'_>) -> Result<IndexPart, T::Error> {
+        at.piece.heat().count_use();
+        let first = at.first;
+        if let Some(index) = at.piece.resident() {
+            return Ok(IndexPart { index, first });
         }
         tier.may_read_file()?;
-        let bytes = |_: &Index| self.index_bytes();
-        Ok(self
-            .index
-            .get_or_read(self.keeper.as_ref(), bytes, || self.read_index())?)
+        let bytes = |_: &Index| self.index_part_bytes(at.handle);
+        let read = || self.read_index_part(&at);
+        let index = at.piece.get_or_read(self.keeper.as_ref(), bytes, read)?;
+        Ok(IndexPart { index, first })
     }
 
-    fn read_index(&self) -> Result<Index> {
-        let (path, at) = (&self.path, self.index_handle.offset);
+    fn read_index_part(&self, at: &PartAt<'_>) -> Result<Index> {
+        let (path, offset) = (&self.path, at.handle.offset);
         let data_end = self.properties.stored_data_bytes;
-        let raw = read_block(
-            self.file()?.as_ref(),
-            path,
-            self.index_handle,
-            self.metadata_limit(),
-        )?;
-        let index = Index::decode(raw, data_end, self.version).map_err(|c| c.in_file(path, at))?;
-        let last = index.len().checked_sub(1);
-        let consistent = index.len() as u64 == self.properties.data_blocks
-            && last.map_or(Some(0), |at| index.handle(at).and_then(BlockHandle::end))
-                == Some(data_end)
-            && last.is_none_or(|at| index.key_is(at, &self.properties.largest));
-        if !consistent {
-            return Err(Error::corruption(
-                path,
-                at,
-                "index disagrees with the properties (block count, data end or largest key)",
-            ));
-        }
+        let file = self.file()?;
+        let raw = read_block(file.as_ref(), path, at.handle, self.metadata_limit())?;
+        let index =
+            Index::decode(raw, data_end, self.version).map_err(|c| c.in_file(path, offset))?;
+        self.index
+            .check_part(at, &index, &self.properties)
+            .map_err(|detail| Error::corruption(path, offset, detail))?;
         Ok(index)
+    }
+
+    /// The error for a data block the index does not have.
+    fn no_block(&self, at: usize) -> Error {
+        Error::corruption(
+            &self.path,
+            self.index.offset(),
+            format!("no data block {at}"),
+        )
+    }
+
+    /// How many parts the index has (1 if whole).
+    #[cfg(test)]
+    pub(crate) fn index_parts(&self) -> usize {
+        self.index.parts()
+    }
+
+    /// How many parts of the index are resident.
+    #[cfg(test)]
+    pub(crate) fn resident_index_parts(&self) -> usize {
+        let resident = |part| {
+            self.index
+                .part(part)
+                .is_some_and(|at| at.piece.resident().is_some())
+        };
+        (0..self.index.parts())
+            .filter(|&part| resident(part))
+            .count()
+    }
+
+    /// Where index part `part` is stored, and the number of its first data
+    /// block.
+    #[cfg(test)]
+    pub(crate) fn index_part_location(&self, part: usize) -> (u64, usize) {
+        let at = self.index.part(part).expect("the index has the part");
+        (at.handle.offset, at.first)
     }
 
     /// Data blocks (what the properties say, and the index agrees with).
@@ -579,23 +647,22 @@ impl Table {
         self.version
     }
 
-    /// File offset of the index block.
-    pub(crate) fn index_offset(&self) -> u64 {
-        self.index_handle.offset
-    }
-
     /// File offset of the properties block.
     pub(crate) fn properties_offset(&self) -> u64 {
         self.properties_offset
     }
 
-    /// File offset of data block `at` (0 if there is none, or the index
-    /// is not resident).
+    /// File offset of data block `at` (0 if there is none, or the part of
+    /// the index that holds it is not resident).
     pub(crate) fn block_offset(&self, at: usize) -> u64 {
-        self.index
-            .resident()
-            .and_then(|index| index.handle(at))
-            .map_or(0, |h| h.offset)
+        let Some(part) = self.index.part_of_block(at) else {
+            return 0;
+        };
+        let resident = part.piece.resident().map(|index| IndexPart {
+            index,
+            first: part.first,
+        });
+        resident.and_then(|p| p.handle(at)).map_or(0, |h| h.offset)
     }
 
     /// Data block `at` of the index, from the cache or the file.
@@ -605,21 +672,23 @@ impl Table {
 
     /// [`Table::data_block`] within `tier`.
     fn data_block_in<T: ReadTier>(&self, tier: T, at: usize) -> Result<Arc<Block>, T::Error> {
-        let index = self.index_in(tier)?;
-        self.data_block_of(&index, tier, at)
+        let part = self
+            .index
+            .part_of_block(at)
+            .ok_or_else(|| self.no_block(at))?;
+        let part = self.index_part_in(tier, part)?;
+        self.data_block_at(&part, tier, at)
     }
 
-    /// Data block `at` of `index` (the table's), from the cache or, within
-    /// `tier`, the file.
-    pub(crate) fn data_block_of<T: ReadTier>(
+    /// Data block `at`, found in `part` (of the table's index), from the
+    /// cache or, within `tier`, the file.
+    pub(crate) fn data_block_at<T: ReadTier, I: std::ops::Deref<Target = Index>>(
         &self,
-        index: &Index,
+        part: &IndexPart<I>,
         tier: T,
         at: usize,
     ) -> Result<Arc<Block>, T::Error> {
-        let handle = index
-            .handle(at)
-            .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
+        let handle = part.handle(at).ok_or_else(|| self.no_block(at))?;
         if let Some(block) = self.cache.get(self.id, handle.offset) {
             return Ok(block);
         }
@@ -655,15 +724,15 @@ impl Table {
 
     /// The user key of the last entry of data block `at`.
     pub(crate) fn block_last_user_key(&self, at: usize) -> Option<Vec<u8>> {
-        self.index().ok()?.user_key(at)
+        self.index_part(at).ok()?.user_key(at)
     }
 
     /// Data block `at` read from the file, bypassing the cache.
     pub(crate) fn read_data_block(&self, at: usize) -> Result<Block> {
         let handle = self
-            .index()?
+            .index_part(at)?
             .handle(at)
-            .ok_or_else(|| Error::corruption(&self.path, 0, format!("no data block {at}")))?;
+            .ok_or_else(|| self.no_block(at))?;
         self.read_block_at(handle)
     }
 

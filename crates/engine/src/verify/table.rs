@@ -101,10 +101,9 @@ pub(super) fn check(
 /// Reports every data block of `table` that cannot be read (its checksum,
 /// its decoding), but the one at offset `first`, already reported.
 fn other_unreadable_blocks(table: &Table, first: Option<u64>, out: &mut Findings) {
-    let Ok(index) = table.index() else { return };
-    for at in 0..index.len() {
-        let offset = table.block_offset(at);
-        if Some(offset) == first {
+    for at in 0..table.data_blocks() {
+        let offset = table.index_part(at).ok().and_then(|part| part.handle(at));
+        if offset.map(|h| h.offset) == first {
             continue;
         }
         if let Err(err) = table.read_data_block(at) {

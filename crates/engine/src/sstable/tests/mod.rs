@@ -15,6 +15,7 @@ use crate::filter_policy::{FilterChoice, FilterKindChoice, ScanFilterChoice};
 
 mod damage;
 mod scan;
+mod two_level;
 mod values;
 use crate::fs::{FaultInjectionFs, FileSystem};
 use crate::key::{Entry, InternalKey, MAX_SEQNO, SeqNo, ValueKind};
@@ -34,6 +35,8 @@ fn options(
         compression,
         filter,
         partition_keys,
+        // Index partitions of a few blocks, where the filter is partitioned.
+        index_partition_bytes: 64,
         value_indexes: Arc::from(Vec::new()),
         scan: ScanFilterChoice::NONE,
     }
@@ -83,14 +86,13 @@ fn open(fs: &FaultInjectionFs, path: &Path) -> crate::error::Result<Arc<Table>> 
 /// The index entries of `table`, each with its block's own last internal
 /// key (what an index of internal keys holds).
 fn index_entries(table: &Table) -> Vec<index::IndexEntry> {
-    let index = table.index().unwrap();
-    (0..index.len())
+    (0..table.data_blocks())
         .map(|at| {
             let block = table.read_data_block(at).unwrap();
             let (last_key, _) = block.entries().last().unwrap().unwrap();
             index::IndexEntry {
                 last_key: last_key.into(),
-                handle: index.handle(at).unwrap(),
+                handle: table.index_part(at).unwrap().handle(at).unwrap(),
             }
         })
         .collect()
@@ -327,7 +329,8 @@ fn the_index_holds_user_keys_unless_a_key_spans_blocks() {
     for (id, entries, user_keys) in [(1, &single, true), (2, &spanning, false)] {
         let (path, _) = write(&fs, id, entries, one_per_block.clone());
         let table = open(&fs, &path).unwrap();
-        assert_eq!(table.index().unwrap().holds_user_keys(), user_keys);
+        let (index, _) = &table.checked_index().unwrap()[0];
+        assert_eq!(index.holds_user_keys(), user_keys);
         for e in entries {
             let found = table.get(&e.key.user_key, e.key.seq, &mut 0).unwrap();
             assert_eq!(found.as_ref(), Some(e));

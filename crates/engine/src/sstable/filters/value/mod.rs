@@ -12,7 +12,8 @@ pub(crate) use blocks::BlockFilters;
 pub(crate) use builder::ValueFilterBuilder;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use hitters::HeavyHitters;
+#[cfg(feature = "fuzzing")]
+pub(crate) use reader::HEAVY_HITTERS_VERSION;
 pub(crate) use reader::{
-    HEAVY_HITTERS_VERSION, ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory,
-    encode_directory,
+    ValueFilterEntry, ValueFilters, ValueLeaf, decode_directory, encode_directory,
 };
